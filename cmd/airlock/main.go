@@ -1,0 +1,45 @@
+// Command airlock runs untrusted programs in a namespace sandbox.
+//
+//	airlock run [flags] -- PROGRAM [ARGS...]
+//
+// It is a thin flag layer over the executor package; see README.md.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/airlock-sandbox/airlock/nsjail"
+)
+
+func main() {
+	// The re-exec hook: in a sandbox init this never returns.
+	nsjail.Init()
+	os.Exit(cli(os.Args[1:]))
+}
+
+const usage = `usage: airlock COMMAND [flags]
+
+commands:
+  run [flags] -- PROGRAM [ARGS...]   run a program in a sandbox
+  help                               this text
+
+Run 'airlock run -h' for the flags.
+`
+
+// cli runs one command and returns the process exit code.
+func cli(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return runCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(os.Stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "airlock: unknown command %q\n%s", args[0], usage)
+	return 2
+}

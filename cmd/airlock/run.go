@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
+	"golang.org/x/sys/unix"
+)
+
+// exitSetup is the exit code when airlock failed before the program ran
+// (as podman does).
+const exitSetup = 125
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+type runFlags struct {
+	policyFile, preset, timeout, cpuTime, memory, maxOutput string
+	workspace, chdir, net                                   string
+	pids                                                    int
+	cpus                                                    float64
+	roBinds, binds, tmpfs, setenv, envPass                  listFlag
+	json, bestEffort                                        bool
+}
+
+func (f *runFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.policyFile, "policy", "", "JSON policy `file` (flags override it)")
+	fs.StringVar(&f.preset, "preset", "default", "policy preset `name`")
+	fs.StringVar(&f.timeout, "timeout", "", "wall-clock limit, e.g. 10s (default 30s)")
+	fs.StringVar(&f.cpuTime, "cpu-time", "", "CPU-time limit, e.g. 5s")
+	fs.StringVar(&f.memory, "memory", "", "memory limit, e.g. 256MiB (default 512MiB)")
+	fs.IntVar(&f.pids, "pids", 0, "maximum number of tasks (default 256)")
+	fs.Float64Var(&f.cpus, "cpus", 0, "CPU rate limit in cores")
+	fs.StringVar(&f.net, "net", "", "network: none|loopback|host (default none)")
+	fs.Var(&f.roBinds, "ro-bind", "bind host `SRC[:DST]` read-only (repeatable)")
+	fs.Var(&f.binds, "bind", "bind host `SRC[:DST]` writable (repeatable)")
+	fs.Var(&f.tmpfs, "tmpfs", "mount a tmpfs at `DST[:SIZE]` (repeatable)")
+	fs.StringVar(&f.workspace, "workspace", "", "host `dir` bound writable at /workspace (default: a tmpfs)")
+	fs.StringVar(&f.chdir, "chdir", "", "working `dir` inside (default /workspace)")
+	fs.Var(&f.setenv, "setenv", "set `K=V` in the sandbox (repeatable)")
+	fs.Var(&f.envPass, "env-pass", "pass variable `K` from this environment (repeatable)")
+	fs.StringVar(&f.maxOutput, "max-output", "", "cap of each captured stream with --json (default 1MiB)")
+	fs.BoolVar(&f.json, "json", false, "capture output and print one JSON result")
+	fs.BoolVar(&f.bestEffort, "best-effort", false, "run even if some limits cannot be enforced (reported)")
+}
+
+// policy builds the policy: preset or file, then the flags on top.
+func (f *runFlags) policy() (policy.Policy, error) {
+	p, err := policy.Preset(f.preset)
+	if err != nil {
+		return p, err
+	}
+	if f.policyFile != "" {
+		data, err := os.ReadFile(f.policyFile)
+		if err != nil {
+			return p, policy.Invalid("policy", "%v", err)
+		}
+		if p, err = policy.Parse(data); err != nil {
+			return p, err
+		}
+	}
+	for _, d := range []struct {
+		s   string
+		dst *policy.Duration
+	}{{f.timeout, &p.Timeout}, {f.cpuTime, &p.CPUTime}} {
+		if d.s == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.s)
+		if err != nil {
+			return p, policy.Invalid("duration", "%v", err)
+		}
+		*d.dst = policy.Duration(v)
+	}
+	for _, s := range []struct {
+		s   string
+		dst *policy.Size
+	}{{f.memory, &p.Memory}, {f.maxOutput, &p.MaxOutput}} {
+		if s.s == "" {
+			continue
+		}
+		v, err := policy.ParseSize(s.s)
+		if err != nil {
+			return p, policy.Invalid("size", "%v", err)
+		}
+		*s.dst = v
+	}
+	if f.pids != 0 {
+		p.Pids = f.pids
+	}
+	if f.cpus != 0 {
+		p.CPUs = f.cpus
+	}
+	if f.net != "" {
+		p.Net = policy.Net(f.net)
+	}
+	if f.workspace != "" {
+		p.Workspace = f.workspace
+	}
+	if f.chdir != "" {
+		p.Chdir = f.chdir
+	}
+	p.BestEffort = p.BestEffort || f.bestEffort
+	for _, b := range []struct {
+		list listFlag
+		typ  policy.MountType
+	}{{f.roBinds, policy.MountROBind}, {f.binds, policy.MountBind}} {
+		for _, v := range b.list {
+			src, dst, ok := strings.Cut(v, ":")
+			if !ok {
+				dst = src
+			}
+			p.Mounts = append(p.Mounts, policy.Mount{Type: b.typ, Source: src, Target: dst})
+		}
+	}
+	for _, v := range f.tmpfs {
+		dst, size, _ := strings.Cut(v, ":")
+		m := policy.Mount{Type: policy.MountTmpfs, Target: dst}
+		if size != "" {
+			n, err := policy.ParseSize(size)
+			if err != nil {
+				return p, policy.Invalid("tmpfs", "%v", err)
+			}
+			m.Size = n
+		}
+		p.Mounts = append(p.Mounts, m)
+	}
+	for _, kv := range f.setenv {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return p, policy.Invalid("setenv", "%q is not K=V", kv)
+		}
+		if p.Setenv == nil {
+			p.Setenv = map[string]string{}
+		}
+		p.Setenv[k] = v
+	}
+	p.EnvPass = append(p.EnvPass, f.envPass...)
+	return p, p.Validate()
+}
+
+func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: airlock run [flags] -- PROGRAM [ARGS...]")
+		fs.PrintDefaults()
+	}
+	var f runFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	p, err := f.policy()
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock: %v\n", err)
+		return exitSetup
+	}
+	req := executor.Request{Args: fs.Args(), Policy: p, Stdin: stdin}
+	if !f.json {
+		req.Stdout, req.Stderr = stdout, stderr
+	}
+	ex, err := executor.New(executor.Config{})
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock: %v\n", err)
+		return exitSetup
+	}
+	// SIGINT/SIGTERM cancel the run; the sandbox is killed and reaped.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := ex.Execute(ctx, req)
+	if f.json && res != nil {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(res)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock: %v\n", err)
+		return setupExitCode(err)
+	}
+	return exitCode(res)
+}
+
+// exitCode maps a result to airlock's exit code: the program's own code,
+// or 128+N when it was killed by signal N (SIGKILL for timeouts and
+// output overflow).
+func exitCode(res *nsjail.Result) int {
+	switch res.Status {
+	case nsjail.StatusOK, nsjail.StatusExited:
+		return res.ExitCode
+	case nsjail.StatusSetupError:
+		return exitSetup
+	}
+	if n := unix.SignalNum(res.Signal); n > 0 {
+		return 128 + int(n)
+	}
+	return 128 + int(syscall.SIGKILL)
+}
+
+// setupExitCode follows podman: 127 when the program does not exist, 126
+// when it cannot be executed, 125 for any other failure of airlock.
+func setupExitCode(err error) int {
+	var se *policy.SetupError
+	if errors.As(err, &se) && se.Stage == "exec" {
+		switch {
+		case errors.Is(err, syscall.ENOENT):
+			return 127
+		case errors.Is(err, syscall.EACCES):
+			return 126
+		}
+	}
+	return exitSetup
+}

@@ -1,0 +1,206 @@
+package executor
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/rootfs"
+	"golang.org/x/sys/unix"
+)
+
+// The error classes, re-exported from policy.
+var (
+	ErrInvalid     = policy.ErrInvalid
+	ErrUnsupported = policy.ErrUnsupported
+	ErrUnavailable = policy.ErrUnavailable
+)
+
+// Result is the outcome of one execution (see nsjail.Result).
+type Result = nsjail.Result
+
+// Config configures an Executor. The zero value is usable.
+type Config struct {
+	// Logger receives lifecycle events, never payload data. nil = discard.
+	Logger *slog.Logger
+	// InitPath is the binary re-executed as the sandbox init; it must call
+	// nsjail.Init first thing in main. "" = /proc/self/exe.
+	InitPath string
+}
+
+// Executor runs requests in sandboxes. It holds no per-run state and is
+// safe for concurrent use by many goroutines.
+type Executor struct {
+	cfg Config
+}
+
+// New returns an Executor.
+func New(cfg Config) (*Executor, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Executor{cfg: cfg}, nil
+}
+
+// Request is one program to run under a policy.
+type Request struct {
+	// Args is the program and its arguments, looked up in the sandbox's PATH.
+	Args []string
+	// Policy governs the run. Its zero value is the default policy.
+	Policy policy.Policy
+	// Stdin is the program's input. nil = empty.
+	Stdin io.Reader
+	// Stdout and Stderr, when set, receive the program's output as it is
+	// written; when nil the stream is captured into the Result, capped at
+	// the policy's MaxOutput.
+	Stdout, Stderr io.Writer
+}
+
+// Execute runs req and returns its Result. Program outcomes (non-zero
+// exit, signal, timeout, output overflow) are Results with a nil error; an
+// error means there is no trusted outcome and its class (ErrInvalid,
+// ErrUnsupported, ErrUnavailable) says whether to fix, give up or retry.
+// A setup failure returns a setup_error Result together with the error.
+func (e *Executor) Execute(ctx context.Context, req Request) (*Result, error) {
+	spec, notEnforced, err := e.Resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := nsjail.Run(ctx, spec)
+	if res != nil {
+		res.Enforced.NotEnforced = notEnforced
+	}
+	return res, err
+}
+
+// Resolve turns a request into the fully resolved jail spec, refusing
+// (ErrUnsupported) what this host cannot enforce unless the policy is
+// best_effort; the second value lists what best_effort let go unenforced.
+func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
+	p := req.Policy
+	if err := p.Validate(); err != nil {
+		return nsjail.Spec{}, nil, err
+	}
+	if len(req.Args) == 0 || req.Args[0] == "" {
+		return nsjail.Spec{}, nil, policy.Invalid("args", "no program given")
+	}
+	var notEnforced []string
+	if p.CPUs > 0 {
+		if !p.BestEffort {
+			return nsjail.Spec{}, nil, &policy.UnsupportedError{
+				Control: "cpus",
+				Reason:  "a CPU rate limit needs a cgroup and this build enforces limits with rlimits only",
+				Fix:     "drop --cpus, bound CPU time with --cpu-time, or pass --best-effort",
+			}
+		}
+		notEnforced = append(notEnforced, "cpus")
+	}
+	extra, err := userMounts(p)
+	if err != nil {
+		return nsjail.Spec{}, nil, err
+	}
+	if p.Workspace != "" {
+		if err := requireDir("workspace", p.Workspace); err != nil {
+			return nsjail.Spec{}, nil, err
+		}
+	}
+	plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, TmpfsSize: int64(p.Memory), Extra: extra})
+	if err != nil {
+		return nsjail.Spec{}, nil, policy.Invalid("mounts", "%v", err)
+	}
+	spec := nsjail.Spec{
+		Args:        req.Args,
+		Env:         environment(p),
+		Dir:         p.Chdir,
+		HostNetwork: p.Net == policy.NetHost,
+		Plan:        plan,
+		Rlimits:     rlimits(p),
+		Timeout:     time.Duration(p.Timeout),
+		CPUTime:     time.Duration(p.CPUTime),
+		Stdin:       req.Stdin,
+		Stdout:      req.Stdout,
+		Stderr:      req.Stderr,
+		OutputLimit: int64(p.MaxOutput),
+		InitPath:    e.cfg.InitPath,
+		Logger:      e.cfg.Logger,
+	}
+	return spec, notEnforced, nil
+}
+
+// rlimits are the limits the program runs under. Without cgroups, memory
+// is bounded per process by RLIMIT_DATA (RLIMIT_AS would break runtimes
+// that reserve large address ranges, like V8) and tasks by RLIMIT_NPROC,
+// which the kernel counts per uid in the sandbox's own user namespace.
+func rlimits(p policy.Policy) []nsjail.Rlimit {
+	same := func(res int, v uint64) nsjail.Rlimit { return nsjail.Rlimit{Resource: res, Cur: v, Max: v} }
+	rl := []nsjail.Rlimit{
+		same(unix.RLIMIT_NOFILE, uint64(p.OpenFiles)),
+		same(unix.RLIMIT_CORE, 0),
+		same(unix.RLIMIT_FSIZE, uint64(p.FileSize)),
+		same(unix.RLIMIT_NPROC, uint64(p.Pids)),
+		same(unix.RLIMIT_DATA, uint64(p.Memory)),
+	}
+	if p.CPUTime > 0 {
+		// SIGXCPU at the budget, SIGKILL one second later.
+		secs := uint64(math.Ceil(time.Duration(p.CPUTime).Seconds()))
+		rl = append(rl, nsjail.Rlimit{Resource: unix.RLIMIT_CPU, Cur: secs, Max: secs + 1})
+	}
+	return rl
+}
+
+// environment is the program's whole environment: a fixed base, the
+// variables the policy passes through from the caller, then its Setenv.
+func environment(p policy.Policy) []string {
+	env := map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/workspace", "LANG": "C.UTF-8"}
+	for _, k := range p.EnvPass {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
+	}
+	for k, v := range p.Setenv {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func userMounts(p policy.Policy) ([]rootfs.Op, error) {
+	var ops []rootfs.Op
+	for _, m := range p.Mounts {
+		switch m.Type {
+		case policy.MountROBind, policy.MountBind:
+			if _, err := os.Stat(m.Source); err != nil {
+				return nil, policy.Invalid("mount source", "%v", err)
+			}
+			ops = append(ops, rootfs.Op{Kind: rootfs.KindBind, Source: m.Source, Target: m.Target, ReadOnly: m.Type == policy.MountROBind})
+		case policy.MountTmpfs:
+			size := int64(m.Size)
+			if size == 0 {
+				size = int64(p.Memory)
+			}
+			ops = append(ops, rootfs.Op{Kind: rootfs.KindTmpfs, Target: m.Target, Options: rootfs.TmpfsOptions(size)})
+		}
+	}
+	return ops, nil
+}
+
+func requireDir(field, path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return policy.Invalid(field, "%v", err)
+	}
+	if !fi.IsDir() {
+		return policy.Invalid(field, "%s is not a directory", path)
+	}
+	return nil
+}

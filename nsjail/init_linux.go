@@ -1,0 +1,318 @@
+//go:build linux
+
+package nsjail
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/airlock-sandbox/airlock/rootfs"
+	"golang.org/x/sys/unix"
+)
+
+// IsInit reports whether this process was started as an airlock init.
+func IsInit() bool {
+	return os.Getenv("_AIRLOCK_INIT") == "1" && len(os.Args) > 0 && os.Args[0] == initArg0
+}
+
+// Init is the re-exec hook. Call it first thing in main (and in TestMain)
+// of every binary that starts sandboxes:
+//
+//	func main() {
+//		nsjail.Init()
+//		...
+//	}
+//
+// In an ordinary process it returns at once. In an airlock init it builds
+// the sandbox from the spec its parent sends and execs the program; it
+// never returns, and it is the only place airlock exits a process.
+func Init() {
+	if !IsInit() {
+		return
+	}
+	// Capabilities, no_new_privs and the exec must all happen on one OS
+	// thread: they are per-thread state (capset, prctl), and execve keeps
+	// only the calling thread.
+	runtime.LockOSThread()
+	status := os.NewFile(statusFD, "status")
+	err := runInit(status)
+	if err == nil {
+		err = errors.New("BUG(airlock): init returned without exec")
+	}
+	reportFailure(status, err)
+	os.Exit(1)
+}
+
+// stageError names the step of the init that failed.
+type stageError struct {
+	stage string
+	err   error
+}
+
+func (e *stageError) Error() string { return e.stage + ": " + e.err.Error() }
+func (e *stageError) Unwrap() error { return e.err }
+
+func stage(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &stageError{stage: name, err: err}
+}
+
+// runInit is the whole privileged sequence, flat, in order. Every step
+// either succeeds or aborts the run: nothing here degrades.
+//
+// Preconditions: runs in the re-exec'd init, on the locked OS thread,
+// as root of its new user namespace, before any untrusted code.
+func runInit(status *os.File) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("BUG(airlock): init panic: %v", r)
+		}
+	}()
+	// The status pipe must close on exec: its EOF tells the parent that
+	// the program was exec'd.
+	if _, err := unix.FcntlInt(statusFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+		return stage("status pipe", err)
+	}
+	// Reading the spec to EOF is the barrier: the parent writes it only
+	// once the sandbox is placed, and an early EOF means it died.
+	cfg, err := readConfig()
+	if err != nil {
+		return stage("read spec", err)
+	}
+	// A cgroup namespace rooted at the cgroup the parent placed us in, so
+	// /proc/self/cgroup shows "/" and no host path. unshare affects only
+	// this thread, which is the one that execs.
+	if err := stage("unshare cgroup", unix.Unshare(unix.CLONE_NEWCGROUP)); err != nil {
+		return err
+	}
+	// clone(CLONE_NEWNS) copied the host's propagation: make every mount
+	// private before mounting anything, so nothing leaks to the host.
+	if err := stage("make mounts private", unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")); err != nil {
+		return err
+	}
+	// No nested user namespaces: they are the gate to most kernel attack
+	// surface (nft, fsconfig, ...). This writes our own userns's limit,
+	// through the host /proc that is still mounted; it must precede the
+	// read-only cover of /proc/sys made by the rootfs plan.
+	if err := stage("limit user namespaces", writeFile("/proc/sys/user/max_user_namespaces", "0")); err != nil {
+		return err
+	}
+	// Build the root and pivot into it; the host tree is detached after.
+	if err := stage("rootfs", rootfs.Apply(cfg.Plan, cfg.Staging)); err != nil {
+		return err
+	}
+	if err := stage("sethostname", unix.Sethostname([]byte(cfg.Hostname))); err != nil {
+		return err
+	}
+	if cfg.NetNS {
+		if err := stage("loopback up", loopbackUp()); err != nil {
+			return err
+		}
+	}
+	// Rlimits before the capability drop (raising a hard limit needs
+	// CAP_SYS_RESOURCE). Setting NOFILE explicitly also stops the Go
+	// runtime from restoring its own soft limit at exec.
+	for _, r := range cfg.Rlimits {
+		if err := stage("setrlimit", unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max})); err != nil {
+			return err
+		}
+	}
+	// The working directory is set after pivot_root, inside the new root,
+	// so it can never point into the host (CVE-2024-21626).
+	if err := stage("chdir", unix.Chdir(cfg.Dir)); err != nil {
+		return err
+	}
+	argv0, err := lookPath(cfg.Args[0], cfg.Env)
+	if err != nil {
+		return stage("exec", err)
+	}
+	// Every fd but stdio closes at exec, whatever leaked into the init
+	// from the supervisor (CVE-2024-21626). CLOEXEC, not close: the Go
+	// runtime still uses some of them until exec.
+	if err := stage("close fds", closeFrom(3)); err != nil {
+		return err
+	}
+	if err := stage("drop capabilities", dropCapabilities()); err != nil {
+		return err
+	}
+	if err := stage("no_new_privs", unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)); err != nil {
+		return err
+	}
+	if err := stage("report ready", writeStatus(status, initStatus{Ready: true})); err != nil {
+		return err
+	}
+	// Nothing but exec after this point.
+	return stage("exec", unix.Exec(argv0, cfg.Args, cfg.Env))
+}
+
+func readConfig() (*initConfig, error) {
+	f := os.NewFile(specFD, "spec")
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	var cfg initConfig
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, fmt.Errorf("parent sent no valid spec (died?): %w", err)
+	}
+	if len(cfg.Args) == 0 {
+		return nil, errors.New("spec has no program")
+	}
+	return &cfg, nil
+}
+
+func writeFile(path, data string) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	_, err = unix.Write(fd, []byte(data))
+	return err
+}
+
+// loopbackUp brings lo up in the sandbox's network namespace with one
+// ioctl (no netlink dependency).
+func loopbackUp() error {
+	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(s)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr)
+}
+
+// closeFrom marks every fd >= first close-on-exec.
+func closeFrom(first int) error {
+	err := unix.CloseRange(uint(first), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	// Before 5.11: walk /proc/self/fd (our own procfs by now).
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		var fd int
+		if _, err := fmt.Sscan(e.Name(), &fd); err == nil && fd >= first {
+			unix.CloseOnExec(fd)
+		}
+	}
+	return nil
+}
+
+// Securebits that keep uid 0 from ever regaining capabilities at exec.
+const (
+	secbitNoroot              = 1 << 0
+	secbitNorootLocked        = 1 << 1
+	secbitNoSetuidFixup       = 1 << 2
+	secbitNoSetuidFixupLocked = 1 << 3
+	secbitKeepCapsLocked      = 1 << 5
+)
+
+// dropCapabilities empties all five capability sets of this thread (and so
+// of the program it execs) and locks uid 0 out of regaining any.
+func dropCapabilities() error {
+	// The bounding set first: dropping from it needs CAP_SETPCAP, which
+	// the capset below removes. EINVAL marks the end of known caps.
+	for c := 0; c < 64; c++ {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		if errors.Is(err, unix.EINVAL) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("PR_CAPBSET_DROP %d: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear ambient: %w", err)
+	}
+	bits := secbitNoroot | secbitNorootLocked | secbitNoSetuidFixup | secbitNoSetuidFixupLocked | secbitKeepCapsLocked
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, uintptr(bits), 0, 0, 0); err != nil {
+		return fmt.Errorf("securebits: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
+
+// lookPath finds file in the PATH of env, inside the new root.
+func lookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, executable(file)
+	}
+	pathEnv := "/usr/local/bin:/usr/bin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, dir := range strings.Split(pathEnv, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := dir + "/" + file
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w", file, unix.ENOENT)
+}
+
+func executable(p string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return unix.EACCES
+	}
+	if st.Mode&0o111 == 0 {
+		return unix.EACCES
+	}
+	return nil
+}
+
+// reportFailure sends err to the parent as JSON: the stage, the errno and
+// the message. Never to stdout/stderr, which belong to the program.
+func reportFailure(status *os.File, err error) {
+	st := initStatus{Stage: "init", Msg: err.Error()}
+	var se *stageError
+	if errors.As(err, &se) {
+		st.Stage, st.Msg = se.stage, se.err.Error()
+	}
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		st.Errno = int(errno)
+	}
+	writeStatus(status, st)
+}
+
+func writeStatus(status *os.File, st initStatus) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	_, err = status.Write(append(b, '\n'))
+	return err
+}

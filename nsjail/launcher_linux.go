@@ -1,0 +1,412 @@
+//go:build linux
+
+package nsjail
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/policy"
+	"golang.org/x/sys/unix"
+)
+
+// nobody is the host id a root-started sandbox maps to by default.
+const nobody = 65534
+
+// Sandbox is a started sandbox whose program is running.
+type Sandbox struct {
+	spec     *Spec
+	cmd      *exec.Cmd
+	log      *slog.Logger
+	start    time.Time
+	enforced Enforced
+	stdout   *capture
+	stderr   *capture
+
+	exited  chan struct{} // closed once the init is reaped
+	waitErr error         // cmd.Wait's error, set before exited closes
+
+	mu     sync.Mutex
+	reason Status // why the supervisor killed it; "" = it did not
+	cancel error  // the context's error, when it was cancelled
+}
+
+// Run starts a sandbox and waits for it. Every outcome of the program is
+// a Result with a nil error. A non-nil error means there is no trusted
+// outcome: invalid spec (ErrInvalid), host cannot do it (ErrUnsupported),
+// transient shortage (ErrUnavailable), cancelled ctx, or a setup failure;
+// for a setup failure the Result (status setup_error) is returned too, so
+// it can be reported.
+func Run(ctx context.Context, spec Spec) (*Result, error) {
+	sb, err := Start(ctx, spec)
+	if err != nil {
+		var se *policy.SetupError
+		if errors.As(err, &se) {
+			return &Result{Status: StatusSetupError, ExitCode: 0, Error: se.Stage + ": " + se.Err.Error(), Enforced: enforcedFor(&spec)}, err
+		}
+		return nil, err
+	}
+	return sb.Wait()
+}
+
+// Start builds the sandbox and returns once its program was exec'd, or
+// with an error if setup failed (the init is reaped by then). Cancelling
+// ctx kills the sandbox; Wait then returns ctx's error.
+func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	s := &Sandbox{spec: &spec, log: spec.Logger, exited: make(chan struct{}), enforced: enforcedFor(&spec)}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	cfg := initConfig{
+		Args:     spec.Args,
+		Env:      spec.Env,
+		Dir:      or(spec.Dir, "/workspace"),
+		Hostname: or(spec.Hostname, "airlock"),
+		NetNS:    !spec.HostNetwork,
+		Plan:     spec.Plan,
+		Staging:  stagingDir,
+		Rlimits:  spec.Rlimits,
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, &policy.SetupError{Stage: "pipe", Err: err}
+	}
+	defer specW.Close()
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		specR.Close()
+		return nil, &policy.SetupError{Stage: "pipe", Err: err}
+	}
+	defer statusR.Close()
+
+	s.cmd = s.command(specR, statusW)
+	started := make(chan error, 1)
+	s.start = time.Now()
+	go s.supervise(started)
+	err = <-started
+	// The init holds its own copies now (or never will).
+	specR.Close()
+	statusW.Close()
+	if err != nil {
+		return nil, startError(err)
+	}
+	go s.watch(ctx)
+	s.log.Debug("sandbox started", slog.Int("pid", s.cmd.Process.Pid))
+
+	// [later: cgroup placement goes here, before the spec is sent]
+	if err := json.NewEncoder(specW).Encode(cfg); err != nil {
+		s.Kill()
+		<-s.exited
+		return nil, &policy.SetupError{Stage: "send spec", Err: err}
+	}
+	specW.Close()
+	if err := s.awaitExec(statusR); err != nil {
+		s.Kill()
+		<-s.exited
+		return nil, err
+	}
+	return s, nil
+}
+
+// command builds the init's exec.Cmd: fresh namespaces from birth (every
+// Go runtime thread of the init is in them), the uid/gid maps, a new
+// session (no controlling tty, so no TIOCSTI into the caller's terminal),
+// and SIGKILL when the supervising thread dies.
+func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
+	spec := s.spec
+	cmd := exec.Command(or(spec.InitPath, "/proc/self/exe"))
+	cmd.Args = []string{initArg0}
+	// Only the marker: the supervisor's environment (secrets) never
+	// reaches the init or the program.
+	cmd.Env = []string{initEnv, "GOMAXPROCS=1"}
+	cmd.ExtraFiles = []*os.File{specR, statusW} // fds 3 and 4
+	cmd.Stdin = spec.Stdin
+	cmd.Stdout, cmd.Stderr = spec.Stdout, spec.Stderr
+	limit := spec.OutputLimit
+	if limit == 0 {
+		limit = policy.DefaultMaxOutput
+	}
+	if cmd.Stdout == nil {
+		s.stdout = &capture{limit: limit, overflow: func() { s.kill(StatusOutputLimit) }}
+		cmd.Stdout = s.stdout
+	}
+	if cmd.Stderr == nil {
+		s.stderr = &capture{limit: limit, overflow: func() { s.kill(StatusOutputLimit) }}
+		cmd.Stderr = s.stderr
+	}
+	// Output copying ends when the pid namespace is gone; this only bounds
+	// a writer that blocks.
+	cmd.WaitDelay = 2 * time.Second
+	uid, gid := hostIDs(spec)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  cloneFlags(spec),
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
+		// Become root of the new namespace: when host root maps 0 to an
+		// unprivileged id, the child must switch to it or it keeps an
+		// unmapped uid and loses every capability at exec.
+		Credential: &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true},
+		Setsid:     true,
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	return cmd
+}
+
+// supervise starts the init and waits for it on one locked OS thread:
+// Pdeathsig fires when the thread that forked the child exits, so the
+// thread must live exactly as long as the child (go.dev/issue/27505). The
+// goroutine returns while still locked, which ends the thread.
+func (s *Sandbox) supervise(started chan<- error) {
+	runtime.LockOSThread()
+	if err := s.cmd.Start(); err != nil {
+		started <- err
+		close(s.exited)
+		return
+	}
+	started <- nil
+	s.waitErr = s.cmd.Wait()
+	close(s.exited)
+}
+
+// watch enforces the wall-clock timeout and ctx cancellation.
+func (s *Sandbox) watch(ctx context.Context) {
+	var timeout <-chan time.Time
+	if s.spec.Timeout > 0 {
+		t := time.NewTimer(s.spec.Timeout - time.Since(s.start))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-s.exited:
+	case <-timeout:
+		s.kill(StatusTimeout)
+	case <-ctx.Done():
+		s.mu.Lock()
+		s.cancel = ctx.Err()
+		s.mu.Unlock()
+		s.kill(StatusSetupError)
+	}
+}
+
+// awaitExec reads the init's status pipe until EOF.
+func (s *Sandbox) awaitExec(statusR *os.File) error {
+	dec := json.NewDecoder(statusR)
+	ready := false
+	for {
+		var st initStatus
+		if err := dec.Decode(&st); err != nil {
+			break // EOF: exec'd, or the init died
+		}
+		if st.Ready {
+			ready = true
+			continue
+		}
+		var err error = errors.New(st.Msg)
+		if st.Errno != 0 {
+			err = fmt.Errorf("%s: %w", st.Msg, syscall.Errno(st.Errno))
+		}
+		return &policy.SetupError{Stage: st.Stage, Err: err}
+	}
+	if !ready {
+		<-s.exited
+		if r := s.killReason(); r == StatusTimeout {
+			return &policy.SetupError{Stage: "init", Err: errors.New("timeout expired during setup")}
+		}
+		return &policy.SetupError{Stage: "init", Err: fmt.Errorf("init died during setup: %v", s.cmd.ProcessState)}
+	}
+	return nil
+}
+
+// Pid returns the host pid of the sandbox's init (its pid 1).
+func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }
+
+// Kill kills the sandbox and everything in it: SIGKILL to its pid 1 takes
+// the whole pid namespace down, double-forked and setsid'd processes
+// included. It is delivered through a pidfd, never to a recycled pid.
+func (s *Sandbox) Kill() error { return s.kill(StatusSignaled) }
+
+func (s *Sandbox) kill(reason Status) error {
+	s.mu.Lock()
+	if s.reason == "" {
+		s.reason = reason
+	}
+	s.mu.Unlock()
+	err := s.cmd.Process.Kill()
+	if errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	return err
+}
+
+func (s *Sandbox) killReason() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
+}
+
+// Wait waits for the sandbox's program to end and returns its Result.
+func (s *Sandbox) Wait() (*Result, error) {
+	<-s.exited
+	wall := time.Since(s.start)
+	s.mu.Lock()
+	cancelled, reason := s.cancel, s.reason
+	s.mu.Unlock()
+	if cancelled != nil {
+		return nil, fmt.Errorf("nsjail: run cancelled: %w", cancelled)
+	}
+	st := s.cmd.ProcessState
+	if st == nil {
+		return nil, &policy.SetupError{Stage: "wait", Err: s.waitErr}
+	}
+	res := &Result{WallTimeMS: wall.Milliseconds(), Enforced: s.enforced}
+	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+		res.CPUTimeMS = (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Milliseconds()
+		res.MemoryPeakBytes = ru.Maxrss * 1024
+	}
+	if s.stdout != nil {
+		res.Stdout, res.StdoutTruncated = s.stdout.text()
+	}
+	if s.stderr != nil {
+		res.Stderr, res.StderrTruncated = s.stderr.text()
+	}
+	ws := st.Sys().(syscall.WaitStatus)
+	res.Status, res.ExitCode = classify(ws, reason, res.CPUTimeMS, s.spec.CPUTime)
+	if ws.Signaled() {
+		res.Signal = unix.SignalName(ws.Signal())
+	}
+	s.log.Debug("sandbox ended", slog.Int("pid", s.cmd.Process.Pid), slog.String("status", string(res.Status)))
+	return res, nil
+}
+
+// classify maps the wait status and the supervisor's own kill reason to a
+// Status and exit code (0 when killed).
+func classify(ws syscall.WaitStatus, reason Status, cpuMS int64, cpuLimit time.Duration) (Status, int) {
+	switch {
+	case reason == StatusTimeout || reason == StatusOutputLimit:
+		return reason, 0
+	case ws.Exited() && ws.ExitStatus() == 0:
+		return StatusOK, 0
+	case ws.Exited():
+		return StatusExited, ws.ExitStatus()
+	case ws.Signal() == syscall.SIGXCPU:
+		return StatusTimeout, 0
+	case ws.Signal() == syscall.SIGKILL && cpuLimit > 0 && time.Duration(cpuMS)*time.Millisecond >= cpuLimit:
+		// RLIMIT_CPU's hard limit is a SIGKILL from the kernel.
+		return StatusTimeout, 0
+	}
+	return StatusSignaled, 0
+}
+
+// startError classifies a failed clone/exec of the init.
+func startError(err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		switch errno {
+		case syscall.EPERM, syscall.EACCES, syscall.ENOSPC, syscall.EINVAL, syscall.ENOSYS:
+			return &policy.UnsupportedError{
+				Control: "user namespaces",
+				Reason:  fmt.Sprintf("the kernel refused to create the sandbox's namespaces (%v)", err),
+				Fix:     "enable unprivileged user namespaces (sysctl user.max_user_namespaces>0; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile allowing userns)",
+			}
+		}
+	}
+	return &policy.SetupError{Stage: "clone", Err: err}
+}
+
+func cloneFlags(spec *Spec) uintptr {
+	f := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
+	if !spec.HostNetwork {
+		f |= unix.CLONE_NEWNET
+	}
+	return f
+}
+
+// hostIDs returns the host uid and gid the sandbox's root maps to: the
+// caller's own when rootless, an unprivileged id when real root; never 0.
+func hostIDs(spec *Spec) (int, int) {
+	uid, gid := os.Getuid(), os.Getgid()
+	if uid != 0 {
+		return uid, gid
+	}
+	uid, gid = spec.HostUID, spec.HostGID
+	if uid == 0 {
+		uid = nobody
+	}
+	if gid == 0 {
+		gid = nobody
+	}
+	return uid, gid
+}
+
+func enforcedFor(spec *Spec) Enforced {
+	uid, _ := hostIDs(spec)
+	e := Enforced{
+		Namespaces:   []string{"user", "pid", "mount", "ipc", "uts", "cgroup"},
+		UIDMap:       fmt.Sprintf("0 %d 1", uid),
+		Rootfs:       "pivot_root",
+		Network:      "none",
+		Limits:       "rlimit",
+		Seccomp:      "none",
+		Capabilities: "none",
+		NoNewPrivs:   true,
+	}
+	if spec.HostNetwork {
+		e.Network = "host"
+	} else {
+		e.Namespaces = append(e.Namespaces, "net")
+	}
+	if spec.Timeout > 0 {
+		e.Timeout = spec.Timeout.String()
+	}
+	if len(spec.Rlimits) > 0 {
+		e.Rlimits = map[string]uint64{}
+		for _, r := range spec.Rlimits {
+			e.Rlimits[RlimitName(r.Resource)] = r.Cur
+		}
+	}
+	return e
+}
+
+// RlimitName returns the name of an RLIMIT_* resource, e.g. "nofile".
+func RlimitName(resource int) string {
+	switch resource {
+	case unix.RLIMIT_AS:
+		return "as"
+	case unix.RLIMIT_CORE:
+		return "core"
+	case unix.RLIMIT_CPU:
+		return "cpu"
+	case unix.RLIMIT_DATA:
+		return "data"
+	case unix.RLIMIT_FSIZE:
+		return "fsize"
+	case unix.RLIMIT_NOFILE:
+		return "nofile"
+	case unix.RLIMIT_NPROC:
+		return "nproc"
+	case unix.RLIMIT_STACK:
+		return "stack"
+	case unix.RLIMIT_MEMLOCK:
+		return "memlock"
+	}
+	return fmt.Sprintf("rlimit%d", resource)
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,52 @@
+package nsjail
+
+import "github.com/airlock-sandbox/airlock/rootfs"
+
+// The parent and the init talk over two pipes the init inherits:
+//
+//	parent (supervisor)                          init (re-exec'd binary)
+//	-------------------                          -----------------------
+//	clone(user,pid,net,mnt,ipc,uts) + uid/gid maps
+//	exec /proc/self/exe, env = {initEnv} ----->  Init(): lock OS thread
+//	[later: place in cgroup]
+//	fd 3: write initConfig JSON, close  ----->  read fd 3 to EOF (barrier:
+//	                                             the parent is alive and done)
+//	                                             setup steps, in order
+//	fd 4: read until EOF                <-----  {"ready":true} after the last setup step
+//	                                     <-----  on failure: {"stage","errno","msg"}, exit
+//	                                             seccomp, execve: fd 4 is close-on-exec,
+//	                                             so EOF after "ready" means exec'd
+//
+// EOF on fd 4 without "ready" means the init died during setup; "ready"
+// followed by an error means execve failed.
+const (
+	// initEnv marks a process as an airlock init. It is the only
+	// variable the init is started with (besides GOMAXPROCS).
+	initEnv = "_AIRLOCK_INIT=1"
+	// initArg0 is the init's argv[0], visible in host process listings.
+	initArg0   = "airlock-init"
+	specFD     = 3
+	statusFD   = 4
+	stagingDir = "/tmp"
+)
+
+// initConfig is what the init obeys. It carries no decisions: every value
+// was computed by the parent.
+type initConfig struct {
+	Args     []string    `json:"args"`
+	Env      []string    `json:"env"`
+	Dir      string      `json:"dir"`
+	Hostname string      `json:"hostname"`
+	NetNS    bool        `json:"netns"`
+	Plan     rootfs.Plan `json:"plan"`
+	Staging  string      `json:"staging"`
+	Rlimits  []Rlimit    `json:"rlimits"`
+}
+
+// initStatus is one message from the init on fd 4.
+type initStatus struct {
+	Ready bool   `json:"ready,omitempty"`
+	Stage string `json:"stage,omitempty"`
+	Errno int    `json:"errno,omitempty"`
+	Msg   string `json:"msg,omitempty"`
+}

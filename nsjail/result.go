@@ -1,0 +1,62 @@
+package nsjail
+
+// Status is the outcome of a run.
+type Status string
+
+const (
+	StatusOK               Status = "ok"                // exited 0
+	StatusExited           Status = "exited"            // exited non-zero
+	StatusSignaled         Status = "signaled"          // killed by a signal it raised or received inside
+	StatusTimeout          Status = "timeout"           // wall-clock or CPU-time limit
+	StatusMemoryLimit      Status = "memory_limit"      // the OOM killer fired in the sandbox's cgroup
+	StatusSeccompViolation Status = "seccomp_violation" // killed by the seccomp filter
+	StatusOutputLimit      Status = "output_limit"      // a captured stream passed its cap
+	StatusSetupError       Status = "setup_error"       // the sandbox could not be built; the program never ran
+)
+
+// Result is the one structured outcome of a run. Its JSON form is
+// airlock's result contract.
+type Result struct {
+	Status          Status   `json:"status"`
+	ExitCode        int      `json:"exit_code"`
+	Signal          string   `json:"signal"`
+	Stdout          string   `json:"stdout"`
+	Stderr          string   `json:"stderr"`
+	StdoutTruncated bool     `json:"stdout_truncated"`
+	StderrTruncated bool     `json:"stderr_truncated"`
+	WallTimeMS      int64    `json:"wall_time_ms"`
+	CPUTimeMS       int64    `json:"cpu_time_ms"`
+	MemoryPeakBytes int64    `json:"memory_peak_bytes"`
+	SeccompSyscall  string   `json:"seccomp_syscall"`
+	Enforced        Enforced `json:"enforced"`
+	Error           string   `json:"error,omitempty"`
+}
+
+// Enforced records what was actually applied to a run, so that a judge or
+// a harness can audit it.
+type Enforced struct {
+	// Namespaces the sandbox had of its own.
+	Namespaces []string `json:"namespaces"`
+	// UIDMap is the sandbox's uid_map line: inside, host, count.
+	UIDMap string `json:"uid_map"`
+	// Rootfs is how the root was switched: "pivot_root".
+	Rootfs string `json:"rootfs"`
+	// Network is "none" (private namespace, lo only) or "host".
+	Network string `json:"network"`
+	// Limits is the backend of the resource limits: "cgroup2",
+	// "cgroup1" or "rlimit".
+	Limits string `json:"limits"`
+	// Rlimits are the resource limits set on the program, by name.
+	Rlimits map[string]uint64 `json:"rlimits,omitempty"`
+	// Seccomp is "none" or the filter that was loaded.
+	Seccomp string `json:"seccomp"`
+	// Capabilities left in any set: "none".
+	Capabilities string `json:"capabilities"`
+	// NoNewPrivs is true when no_new_privs was set.
+	NoNewPrivs bool `json:"no_new_privs"`
+	// Timeout is the wall-clock limit, "" when none.
+	Timeout string `json:"timeout,omitempty"`
+	// NotEnforced lists controls the policy asked for that this host could
+	// not apply, accepted only because the policy is best_effort.
+	NotEnforced []string `json:"not_enforced,omitempty"`
+}

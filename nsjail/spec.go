@@ -1,0 +1,81 @@
+package nsjail
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/rootfs"
+)
+
+// Spec is a fully resolved sandbox: everything the init needs is decided
+// here, in the parent. The init only carries it out.
+type Spec struct {
+	// Args is the program and its arguments. Args[0] is looked up in the
+	// PATH of Env inside the sandbox when it has no slash. Mandatory.
+	Args []string
+	// Env is the program's complete environment. Nothing of the
+	// supervisor's environment is passed unless it is listed here.
+	Env []string
+	// Dir is the working directory inside the sandbox. "" = /workspace.
+	Dir string
+	// Hostname is the sandbox's host name. "" = "airlock".
+	Hostname string
+	// HostNetwork shares the host's network namespace. false (the
+	// default) gives a private one with only lo, up.
+	HostNetwork bool
+	// Plan is the sandbox's filesystem. Mandatory (see rootfs.Default).
+	Plan rootfs.Plan
+	// Rlimits are set on the program (they are inherited by its children).
+	Rlimits []Rlimit
+	// HostUID and HostGID are the host ids the sandbox's root maps to
+	// when the supervisor runs as real root. 0 = 65534 (nobody); host id 0
+	// is never used. A rootless supervisor always maps its own ids.
+	HostUID, HostGID int
+	// Timeout is the wall-clock limit, counted from the start. 0 = none.
+	Timeout time.Duration
+	// CPUTime is the CPU-time limit applied through RLIMIT_CPU, used to
+	// classify a CPU-time kill as a timeout. 0 = none.
+	CPUTime time.Duration
+	// Stdin is the program's standard input. nil = /dev/null.
+	Stdin io.Reader
+	// Stdout and Stderr receive the program's output as it is written
+	// (pass-through). A nil stream is captured into the Result instead,
+	// capped at OutputLimit bytes: past the cap the sandbox is killed and
+	// the status is output_limit.
+	Stdout, Stderr io.Writer
+	// OutputLimit is the cap of each captured stream. 0 = 1 MiB.
+	OutputLimit int64
+	// InitPath is the binary re-executed as the init; it must call Init
+	// first thing in main. "" = /proc/self/exe.
+	InitPath string
+	// Logger receives lifecycle events (never payload data). nil = none.
+	Logger *slog.Logger
+}
+
+// Rlimit is one resource limit.
+type Rlimit struct {
+	Resource int    `json:"resource"`
+	Cur      uint64 `json:"cur"`
+	Max      uint64 `json:"max"`
+}
+
+func (s *Spec) validate() error {
+	switch {
+	case len(s.Args) == 0 || s.Args[0] == "":
+		return policy.Invalid("args", "no program given")
+	case s.Timeout < 0:
+		return policy.Invalid("timeout", "must not be negative")
+	case s.OutputLimit < 0:
+		return policy.Invalid("output limit", "must not be negative")
+	case s.HostUID < 0 || s.HostGID < 0:
+		return policy.Invalid("host uid/gid", "must not be negative")
+	case len(s.Plan.Ops) == 0:
+		return policy.Invalid("plan", "empty filesystem plan")
+	}
+	if err := s.Plan.Validate(); err != nil {
+		return policy.Invalid("plan", "%v", err)
+	}
+	return nil
+}

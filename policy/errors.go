@@ -1,0 +1,107 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// The error classes. A Go error from airlock means there is no trusted
+// outcome for the request; its class tells the caller what to do next.
+// Program outcomes (non-zero exit, timeout, signals, output overflow) are
+// never errors: they are reported in a Result.
+var (
+	// ErrInvalid: the request is wrong. Fix it; retrying the same request
+	// will fail the same way.
+	ErrInvalid = errors.New("invalid request")
+	// ErrUnsupported: this host cannot enforce what the policy asks.
+	// Retrying on the same host will fail the same way; change the host
+	// (the message names the fix) or opt in to best_effort.
+	ErrUnsupported = errors.New("unsupported on this host")
+	// ErrUnavailable: a transient shortage (processes, memory, file
+	// descriptors). A retry, possibly after a back-off, may succeed.
+	ErrUnavailable = errors.New("temporarily unavailable")
+)
+
+// InvalidError says which field of a request or policy is wrong and why.
+// It matches ErrInvalid with errors.Is.
+type InvalidError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason)
+}
+
+// Is reports whether target is ErrInvalid.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Invalid returns an *InvalidError for field.
+func Invalid(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// UnsupportedError names a control the host cannot enforce and how to fix
+// that. It matches ErrUnsupported and errors.ErrUnsupported.
+type UnsupportedError struct {
+	// Control is what the policy asked for, e.g. "cpus" or "user namespaces".
+	Control string
+	// Reason says why the host cannot provide it.
+	Reason string
+	// Fix says what would make it work.
+	Fix string
+}
+
+func (e *UnsupportedError) Error() string {
+	msg := fmt.Sprintf("%s: %s", e.Control, e.Reason)
+	if e.Fix != "" {
+		msg += " (fix: " + e.Fix + ")"
+	}
+	return msg
+}
+
+// Is reports whether target is ErrUnsupported or errors.ErrUnsupported.
+func (e *UnsupportedError) Is(target error) bool {
+	return target == ErrUnsupported || target == errors.ErrUnsupported
+}
+
+// SetupError is a failure while building the sandbox, before the program
+// ran. Stage names the step ("clone", "pivot_root", "exec", ...). Its class
+// follows the errno: resource shortages are ErrUnavailable, a missing
+// kernel feature or a refused namespace is ErrUnsupported; anything else is
+// an internal fault with no class.
+type SetupError struct {
+	Stage string
+	Err   error
+}
+
+func (e *SetupError) Error() string { return "setup: " + e.Stage + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error (often a syscall.Errno).
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// Is classifies the failure by its errno.
+func (e *SetupError) Is(target error) bool {
+	var errno syscall.Errno
+	if !errors.As(e.Err, &errno) {
+		return false
+	}
+	switch target {
+	case ErrUnavailable:
+		switch errno {
+		case syscall.EAGAIN, syscall.ENOMEM, syscall.EMFILE, syscall.ENFILE, syscall.EBUSY:
+			return true
+		}
+	case ErrUnsupported:
+		switch errno {
+		case syscall.ENOSYS, syscall.EOPNOTSUPP:
+			return true
+		case syscall.EPERM, syscall.EACCES, syscall.ENOSPC, syscall.EINVAL:
+			// The kernel refused to create a namespace: disabled, limited
+			// to zero, or restricted by an LSM.
+			return e.Stage == "clone"
+		}
+	}
+	return false
+}

@@ -1,0 +1,308 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Net is the network mode of a sandbox.
+type Net string
+
+const (
+	// NetNone gives the sandbox a network namespace of its own holding only
+	// the loopback interface, brought up. Nothing outside is reachable.
+	NetNone Net = "none"
+	// NetLoopback is NetNone under the name bwrap and nsjail users expect:
+	// a private namespace with lo up and nothing else.
+	NetLoopback Net = "loopback"
+	// NetHost shares the host's network namespace. Only by explicit request.
+	NetHost Net = "host"
+)
+
+// MountType is the kind of a user mount.
+type MountType string
+
+const (
+	MountROBind MountType = "ro-bind" // read-only bind of a host path, recursive
+	MountBind   MountType = "bind"    // writable bind of a host path
+	MountTmpfs  MountType = "tmpfs"   // a fresh tmpfs
+)
+
+// Mount is one mount the policy adds to the default filesystem.
+type Mount struct {
+	Type   MountType `json:"type"`
+	Source string    `json:"source,omitempty"` // host path (binds)
+	Target string    `json:"target"`           // absolute path inside the sandbox
+	Size   Size      `json:"size,omitempty"`   // tmpfs size; 0 = the default
+}
+
+// Policy is what a sandbox is allowed to do. The zero value of every field
+// means "the default" (see Default); use Default() and change fields, or
+// Parse a JSON document, then Validate.
+type Policy struct {
+	// Timeout is the wall-clock limit. 0 = 30s.
+	Timeout Duration `json:"timeout,omitempty"`
+	// CPUTime is a CPU-time budget for the whole run. 0 = none.
+	CPUTime Duration `json:"cpu_time,omitempty"`
+	// Memory is the memory limit in bytes. 0 = 512 MiB.
+	Memory Size `json:"memory,omitempty"`
+	// Pids is the maximum number of tasks. 0 = 256.
+	Pids int `json:"pids,omitempty"`
+	// CPUs is a CPU rate limit in cores (0.5 = half a core). 0 = none.
+	CPUs float64 `json:"cpus,omitempty"`
+	// FileSize caps the size of any file the program writes. 0 = 1 GiB.
+	FileSize Size `json:"file_size,omitempty"`
+	// OpenFiles caps open file descriptors per process. 0 = 1024.
+	OpenFiles int `json:"open_files,omitempty"`
+	// Net is the network mode. "" = none.
+	Net Net `json:"net,omitempty"`
+	// Mounts are added, in order, after the default filesystem.
+	Mounts []Mount `json:"mounts,omitempty"`
+	// Workspace is a host directory bound writable at /workspace. "" = a
+	// fresh tmpfs.
+	Workspace string `json:"workspace,omitempty"`
+	// Chdir is the working directory inside. "" = /workspace.
+	Chdir string `json:"chdir,omitempty"`
+	// Setenv sets variables in the sandbox's otherwise empty environment.
+	Setenv map[string]string `json:"setenv,omitempty"`
+	// EnvPass names variables copied from the caller's environment.
+	EnvPass []string `json:"env_pass,omitempty"`
+	// MaxOutput caps each captured stream (stdout, stderr). 0 = 1 MiB.
+	MaxOutput Size `json:"max_output,omitempty"`
+	// BestEffort allows running with weaker controls than asked when the
+	// host cannot enforce them. What was enforced is always reported.
+	BestEffort bool `json:"best_effort,omitempty"`
+}
+
+// Defaults.
+const (
+	DefaultTimeout   = 30 * time.Second
+	DefaultMemory    = 512 << 20
+	DefaultPids      = 256
+	DefaultFileSize  = 1 << 30
+	DefaultOpenFiles = 1024
+	DefaultMaxOutput = 1 << 20
+)
+
+// Default returns the default policy with every default filled in.
+func Default() Policy {
+	p := Policy{}
+	p.fill()
+	return p
+}
+
+// Preset returns a named preset. Only "default" exists so far.
+func Preset(name string) (Policy, error) {
+	switch name {
+	case "", "default":
+		return Default(), nil
+	}
+	return Policy{}, Invalid("preset", "unknown preset %q (known: default)", name)
+}
+
+// fill replaces zero values with the defaults.
+func (p *Policy) fill() {
+	if p.Timeout == 0 {
+		p.Timeout = Duration(DefaultTimeout)
+	}
+	if p.Memory == 0 {
+		p.Memory = DefaultMemory
+	}
+	if p.Pids == 0 {
+		p.Pids = DefaultPids
+	}
+	if p.FileSize == 0 {
+		p.FileSize = DefaultFileSize
+	}
+	if p.OpenFiles == 0 {
+		p.OpenFiles = DefaultOpenFiles
+	}
+	if p.MaxOutput == 0 {
+		p.MaxOutput = DefaultMaxOutput
+	}
+	if p.Net == "" {
+		p.Net = NetNone
+	}
+	if p.Chdir == "" {
+		p.Chdir = "/workspace"
+	}
+}
+
+// Parse reads a JSON policy. Unknown fields are an error; missing fields
+// take their defaults. The result is validated.
+func Parse(data []byte) (Policy, error) {
+	var p Policy
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return Policy{}, Invalid("policy", "%v", err)
+	}
+	if dec.More() {
+		return Policy{}, Invalid("policy", "trailing data after the JSON object")
+	}
+	if err := p.Validate(); err != nil {
+		return Policy{}, err
+	}
+	return p, nil
+}
+
+// Validate fills in defaults and checks every field. Errors match ErrInvalid.
+func (p *Policy) Validate() error {
+	p.fill()
+	switch {
+	case p.Timeout < 0:
+		return Invalid("timeout", "must be positive")
+	case p.CPUTime < 0:
+		return Invalid("cpu_time", "must not be negative")
+	case p.Memory < 1<<20:
+		return Invalid("memory", "%d bytes is below the 1 MiB minimum", p.Memory)
+	case p.Pids < 1:
+		return Invalid("pids", "must be at least 1")
+	case p.CPUs < 0 || math.IsNaN(p.CPUs) || math.IsInf(p.CPUs, 0):
+		return Invalid("cpus", "must be a positive number of cores")
+	case p.FileSize < 0:
+		return Invalid("file_size", "must not be negative")
+	case p.OpenFiles < 16:
+		return Invalid("open_files", "must be at least 16")
+	case p.MaxOutput < 0:
+		return Invalid("max_output", "must not be negative")
+	}
+	switch p.Net {
+	case NetNone, NetLoopback, NetHost:
+	default:
+		return Invalid("net", "%q is not one of none, loopback, host", p.Net)
+	}
+	if err := checkSandboxPath("chdir", p.Chdir); err != nil {
+		return err
+	}
+	if p.Workspace != "" && !path.IsAbs(p.Workspace) {
+		return Invalid("workspace", "%q must be an absolute host path", p.Workspace)
+	}
+	for i, m := range p.Mounts {
+		if err := m.validate(); err != nil {
+			return fmt.Errorf("mounts[%d]: %w", i, err)
+		}
+	}
+	for k := range p.Setenv {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return Invalid("setenv", "bad variable name %q", k)
+		}
+	}
+	for _, k := range p.EnvPass {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return Invalid("env_pass", "bad variable name %q", k)
+		}
+	}
+	return nil
+}
+
+func (m Mount) validate() error {
+	switch m.Type {
+	case MountROBind, MountBind:
+		if !path.IsAbs(m.Source) {
+			return Invalid("mount source", "%q must be an absolute host path", m.Source)
+		}
+	case MountTmpfs:
+		if m.Source != "" {
+			return Invalid("mount source", "a tmpfs has no source")
+		}
+	default:
+		return Invalid("mount type", "%q is not one of ro-bind, bind, tmpfs", m.Type)
+	}
+	if m.Size < 0 {
+		return Invalid("mount size", "must not be negative")
+	}
+	if err := checkSandboxPath("mount target", m.Target); err != nil {
+		return err
+	}
+	// The sandbox's own /proc and /dev are built by airlock; mounting over
+	// them (or over the root) would undo their masking.
+	t := path.Clean(m.Target)
+	for _, reserved := range []string{"/", "/proc", "/dev"} {
+		if t == reserved || (reserved != "/" && strings.HasPrefix(t, reserved+"/")) {
+			return Invalid("mount target", "%q is reserved", m.Target)
+		}
+	}
+	return nil
+}
+
+// checkSandboxPath requires an absolute, clean path without "..".
+func checkSandboxPath(field, p string) error {
+	if !path.IsAbs(p) || path.Clean(p) != p || strings.Contains(p, "\x00") {
+		return Invalid(field, "%q must be an absolute, clean path", p)
+	}
+	return nil
+}
+
+// Duration is a time.Duration that reads and writes as "30s" in JSON
+// (numbers are taken as seconds).
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string like "1m30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON accepts "1m30s" or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("duration: want a string like \"30s\" or seconds, got %s", b)
+	}
+	*d = Duration(f * float64(time.Second))
+	return nil
+}
+
+// Size is a byte count that reads "64MiB", "1G", "4096" or a JSON number.
+type Size int64
+
+// ParseSize parses a byte count with an optional binary suffix: K, KB,
+// KiB, M, MB, MiB, G, GB, GiB (all powers of 1024).
+func ParseSize(s string) (Size, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	up := strings.ToUpper(t)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(up, u.suffix) {
+			t, mult = strings.TrimSpace(t[:len(t)-len(u.suffix)]), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("size %q: want a number with an optional K/M/G suffix", s)
+	}
+	return Size(n * mult), nil
+}
+
+// UnmarshalJSON accepts a number of bytes or a string for ParseSize.
+func (s *Size) UnmarshalJSON(b []byte) error {
+	var str string
+	if err := json.Unmarshal(b, &str); err == nil {
+		v, err := ParseSize(str)
+		*s = v
+		return err
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("size: want bytes or a string like \"64MiB\", got %s", b)
+	}
+	*s = Size(n)
+	return nil
+}

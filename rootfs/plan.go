@@ -1,0 +1,204 @@
+package rootfs
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"strings"
+)
+
+// Kind is the kind of one step of a Plan.
+type Kind string
+
+const (
+	// KindTmpfs mounts a fresh tmpfs at Target with Options (e.g.
+	// "size=64m,mode=1777"). Always nosuid and nodev.
+	KindTmpfs Kind = "tmpfs"
+	// KindBind binds the host path Source at Target, recursively
+	// (submounts included), nosuid and nodev; ReadOnly makes the whole
+	// tree read-only. Source may be a directory or a file.
+	KindBind Kind = "bind"
+	// KindProc mounts a fresh procfs of the sandbox's pid namespace.
+	KindProc Kind = "proc"
+	// KindCover re-binds Target, a path already inside the new root,
+	// read-only onto itself (used to cover writable holes in /proc).
+	KindCover Kind = "cover"
+	// KindDir creates the directory Target.
+	KindDir Kind = "dir"
+	// KindSymlink creates Target as a symlink to Source.
+	KindSymlink Kind = "symlink"
+	// KindFile creates Target holding Data.
+	KindFile Kind = "file"
+)
+
+// Op is one step of a Plan.
+type Op struct {
+	Kind    Kind   `json:"kind"`
+	Source  string `json:"source,omitempty"`
+	Target  string `json:"target"`
+	Options string `json:"options,omitempty"` // tmpfs options
+	Data    string `json:"data,omitempty"`    // file contents
+	// ReadOnly makes a bind or tmpfs read-only (recursively for binds).
+	ReadOnly bool `json:"read_only,omitempty"`
+	// NoExec adds noexec.
+	NoExec bool `json:"no_exec,omitempty"`
+	// Optional skips a bind or cover whose source does not exist.
+	Optional bool `json:"optional,omitempty"`
+	// CharDevice requires a bind source to be a character device (the
+	// /dev nodes), so a swapped /dev/null is refused, not bound.
+	CharDevice bool `json:"char_device,omitempty"`
+}
+
+// Plan is the whole filesystem of a sandbox: a list of steps carried out in
+// order on a fresh tmpfs that then becomes the root. It is pure data,
+// computed in the parent and obeyed by the init.
+type Plan struct {
+	// RootOptions are the tmpfs options of the root.
+	RootOptions string `json:"root_options"`
+	Ops         []Op   `json:"ops"`
+}
+
+// Options shapes the default plan.
+type Options struct {
+	// Workspace is a host directory bound writable at /workspace; "" gives
+	// a tmpfs.
+	Workspace string
+	// TmpfsSize is the size of each writable tmpfs (/tmp, /workspace,
+	// /dev/shm and user tmpfs without a size), in bytes. 0 = 64 MiB.
+	TmpfsSize int64
+	// Hostname goes into the synthetic /etc/hostname and /etc/hosts.
+	Hostname string
+	// Extra steps are appended after the default filesystem, in order.
+	Extra []Op
+}
+
+// systemDirs are bound read-only when they are directories and recreated
+// as symlinks when they are symlinks (merged /usr).
+var systemDirs = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcBinds are the only host /etc entries visible inside: what the dynamic
+// loader and the Debian alternatives system need. Everything else under
+// /etc is synthetic or absent.
+var etcBinds = []string{"/etc/ld.so.cache", "/etc/alternatives"}
+
+// devNodes are the host character devices bound into the minimal /dev.
+var devNodes = []string{"null", "zero", "full", "random", "urandom"}
+
+// procCovers are writable or sensitive corners of /proc made read-only.
+var procCovers = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}
+
+// Default builds DESIGN.md's default filesystem: a read-only tmpfs root,
+// read-only recursive binds of /usr and the system directories, a few
+// /etc files, fresh /proc with read-only covers, a minimal /dev with
+// /dev/shm, tmpfs /tmp and a writable /workspace. It reads the host only
+// to learn which system directories are symlinks.
+func Default(o Options) (Plan, error) {
+	size := o.TmpfsSize
+	if size <= 0 {
+		size = 64 << 20
+	}
+	host := o.Hostname
+	if host == "" {
+		host = "airlock"
+	}
+	p := Plan{RootOptions: "size=1m,nr_inodes=4096,mode=0755"}
+	add := func(op Op) { p.Ops = append(p.Ops, op) }
+
+	add(Op{Kind: KindBind, Source: "/usr", Target: "/usr", ReadOnly: true})
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+			continue
+		case fi.Mode()&os.ModeSymlink != 0:
+			link, err := os.Readlink(d)
+			if err != nil {
+				return Plan{}, fmt.Errorf("rootfs: readlink %s: %w", d, err)
+			}
+			add(Op{Kind: KindSymlink, Source: link, Target: d})
+		case fi.IsDir():
+			add(Op{Kind: KindBind, Source: d, Target: d, ReadOnly: true})
+		}
+	}
+	for _, e := range etcBinds {
+		add(Op{Kind: KindBind, Source: e, Target: e, ReadOnly: true, Optional: true})
+	}
+	if link, err := os.Readlink("/etc/localtime"); err == nil && strings.HasPrefix(link, "/usr/") {
+		add(Op{Kind: KindSymlink, Source: link, Target: "/etc/localtime"})
+	}
+	for _, f := range syntheticEtc(host) {
+		add(Op{Kind: KindFile, Target: "/etc/" + f[0], Data: f[1]})
+	}
+
+	// /proc: the sandbox's own pid namespace, never the host's.
+	add(Op{Kind: KindProc, Target: "/proc"})
+	for _, c := range procCovers {
+		add(Op{Kind: KindCover, Target: c, Optional: true})
+	}
+
+	// /dev: a tiny tmpfs with the harmless host nodes bound in.
+	add(Op{Kind: KindTmpfs, Target: "/dev", Options: "size=64k,nr_inodes=64,mode=0755", NoExec: true})
+	for _, n := range devNodes {
+		add(Op{Kind: KindBind, Source: "/dev/" + n, Target: "/dev/" + n, CharDevice: true})
+	}
+	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}} {
+		add(Op{Kind: KindSymlink, Source: l[1], Target: "/dev/" + l[0]})
+	}
+	// python's multiprocessing needs a POSIX shm directory.
+	add(Op{Kind: KindTmpfs, Target: "/dev/shm", Options: tmpfsOpts(size, "1777"), NoExec: true})
+
+	add(Op{Kind: KindTmpfs, Target: "/tmp", Options: tmpfsOpts(size, "1777")})
+	if o.Workspace != "" {
+		add(Op{Kind: KindBind, Source: o.Workspace, Target: "/workspace"})
+	} else {
+		add(Op{Kind: KindTmpfs, Target: "/workspace", Options: tmpfsOpts(size, "0755")})
+	}
+	p.Ops = append(p.Ops, o.Extra...)
+	return p, p.Validate()
+}
+
+// TmpfsOptions returns the options of a writable tmpfs of size bytes.
+func TmpfsOptions(size int64) string { return tmpfsOpts(size, "0755") }
+
+// tmpfsOpts bounds both bytes and inodes: tmpfs pages and inodes live in
+// kernel memory that rlimits do not count.
+func tmpfsOpts(size int64, mode string) string {
+	return fmt.Sprintf("size=%d,nr_inodes=65536,mode=%s", size, mode)
+}
+
+// syntheticEtc returns the generated /etc files, name and contents, in a
+// fixed order so that equal options give equal plans.
+func syntheticEtc(host string) [][2]string {
+	return [][2]string{
+		{"passwd", "root:x:0:0:root:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"},
+		{"group", "root:x:0:\nnogroup:x:65534:\n"},
+		{"hosts", "127.0.0.1\tlocalhost " + host + "\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
+		{"hostname", host + "\n"},
+		{"nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n"},
+	}
+}
+
+// Validate checks that every target is an absolute clean path, that the
+// root, /proc and /dev are only built by the plan's own steps, and that
+// each step has what its kind needs.
+func (p Plan) Validate() error {
+	for i, op := range p.Ops {
+		if !path.IsAbs(op.Target) || path.Clean(op.Target) != op.Target || op.Target == "/" {
+			return fmt.Errorf("rootfs: op %d: target %q must be an absolute, clean path below /", i, op.Target)
+		}
+		switch op.Kind {
+		case KindBind:
+			if !path.IsAbs(op.Source) {
+				return fmt.Errorf("rootfs: op %d: bind source %q must be absolute", i, op.Source)
+			}
+		case KindSymlink:
+			if op.Source == "" {
+				return fmt.Errorf("rootfs: op %d: symlink %s has no target", i, op.Target)
+			}
+		case KindTmpfs, KindProc, KindCover, KindDir, KindFile:
+		default:
+			return fmt.Errorf("rootfs: op %d: unknown kind %q", i, op.Kind)
+		}
+	}
+	return nil
+}
