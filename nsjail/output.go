@@ -1,42 +1,58 @@
 package nsjail
 
 import (
-	"bytes"
 	"strings"
 	"sync"
 )
 
+// smallOutput is the first allocation of a capture; most programs print
+// less. Past it the buffer grows once, straight to the cap.
+const smallOutput = 64 << 10
+
 // capture is an io.Writer that keeps at most limit bytes. When a write
 // would pass the limit it keeps what fits, marks the stream truncated and
-// calls overflow once; later writes are counted and dropped, so the
-// program can be drained and the supervisor's memory stays bounded by the
-// limit whatever the program prints.
+// calls overflow once; later writes are dropped, so the program can be
+// drained. The buffer grows in at most two exact steps and the final
+// string shares it, so the supervisor holds about limit bytes per stream
+// whatever the program prints.
 type capture struct {
 	mu        sync.Mutex
 	limit     int64
-	buf       bytes.Buffer
+	buf       strings.Builder
 	truncated bool
 	overflow  func()
 }
 
 func (c *capture) Write(p []byte) (int, error) {
 	c.mu.Lock()
-	room := c.limit - int64(c.buf.Len())
-	if int64(len(p)) <= room {
-		c.buf.Write(p)
-		c.mu.Unlock()
-		return len(p), nil
+	keep := min(int64(len(p)), c.limit-int64(c.buf.Len()))
+	if keep > 0 {
+		c.reserve(int(keep))
+		c.buf.Write(p[:keep])
 	}
-	first := !c.truncated
-	if room > 0 {
-		c.buf.Write(p[:room])
+	first := keep < int64(len(p)) && !c.truncated
+	if keep < int64(len(p)) {
+		c.truncated = true
 	}
-	c.truncated = true
 	c.mu.Unlock()
 	if first && c.overflow != nil {
 		c.overflow()
 	}
 	return len(p), nil
+}
+
+// reserve makes room for n more bytes. strings.Builder.Grow allocates
+// 2*cap+n, so growing an empty builder is exact, and the one later step
+// lands at most at limit plus twice the small first buffer.
+func (c *capture) reserve(n int) {
+	if c.buf.Cap()-c.buf.Len() >= n {
+		return
+	}
+	if c.buf.Cap() == 0 && n <= smallOutput {
+		c.buf.Grow(int(min(c.limit, smallOutput)))
+		return
+	}
+	c.buf.Grow(int(c.limit) - c.buf.Len())
 }
 
 // text returns the captured bytes as valid UTF-8 (invalid bytes replaced).

@@ -1,0 +1,316 @@
+package nsjail_test
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/rootfs"
+	"golang.org/x/sys/unix"
+)
+
+// Every namespace the sandbox must have of its own differs from the
+// host's (B04: pid; G01: net; ...).
+func TestNamespacesAreNew(t *testing.T) {
+	out := testutil.Sh(t, `for n in user pid net mnt ipc uts cgroup; do echo $n $(readlink /proc/self/ns/$n); done`, nil)
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		name, inside, _ := strings.Cut(line, " ")
+		host, err := os.Readlink("/proc/self/ns/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inside == "" || inside == host {
+			t.Errorf("%s namespace inside is %q, host %q: not a new namespace", name, inside, host)
+		}
+	}
+	if n := strings.Count(out, "\n"); n != 7 {
+		t.Fatalf("want 7 namespaces, got output %q", out)
+	}
+}
+
+// B04: only the sandbox's own processes are visible, and its program is
+// pid 1.
+func TestPidNamespaceHidesHost(t *testing.T) {
+	out := testutil.Sh(t, `cat /proc/1/cmdline | tr '\0' ' '; echo; ls /proc | grep -E '^[0-9]+$' | wc -l`, nil)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(lines[0], "/bin/sh -c") {
+		t.Errorf("pid 1 is %q, want the sandboxed program", lines[0])
+	}
+	// sh and the pipeline's cat/ls/grep/wc: a handful, never the host's.
+	n, err := strconv.Atoi(strings.TrimSpace(lines[len(lines)-1]))
+	if err != nil || n < 1 || n > 8 {
+		t.Errorf("%q pids visible inside, want only the sandbox's few", lines[len(lines)-1])
+	}
+}
+
+// G01/G06: the network namespace holds only lo, which is up, and a
+// listener on the host's loopback is unreachable.
+func TestNetworkIsolated(t *testing.T) {
+	testutil.RequireBinary(t, "python3")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	script := fmt.Sprintf(`
+import socket
+ifs = sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:])
+print('ifs', ','.join(ifs))
+try:
+    socket.create_connection(('127.0.0.1', %d), 2); print('host reached')
+except OSError as e:
+    print('host unreachable', e.errno)
+s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)
+c = socket.create_connection(s.getsockname(), 2); print('lo up')
+`, port)
+	res := testutil.Run(t, []string{"python3", "-c", script}, nil)
+	if res.Status != nsjail.StatusOK {
+		t.Fatalf("status %s: %s", res.Status, res.Stderr)
+	}
+	for _, want := range []string{"ifs lo\n", "host unreachable", "lo up"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("output %q lacks %q", res.Stdout, want)
+		}
+	}
+	select {
+	case <-accepted:
+		t.Fatal("the host listener accepted a connection from the sandbox")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// A10/E04: the mount table holds exactly the planned mounts: the root, and
+// the target of every bind, tmpfs, proc and cover of the plan.
+func TestMountTableIsThePlan(t *testing.T) {
+	out := testutil.Sh(t, `cut -d' ' -f5 /proc/self/mountinfo`, nil)
+	got := strings.Fields(out)
+	plan, err := rootfs.Default(rootfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := map[string]bool{"/": true}
+	var required []string
+	for _, op := range plan.Ops {
+		switch op.Kind {
+		case rootfs.KindBind, rootfs.KindTmpfs, rootfs.KindProc, rootfs.KindCover:
+			planned[op.Target] = true
+			if !op.Optional {
+				required = append(required, op.Target)
+			}
+		}
+	}
+	for _, m := range got {
+		if !planned[m] {
+			t.Errorf("unplanned mount %s inside", m)
+		}
+	}
+	for _, m := range required {
+		if !slices.Contains(got, m) {
+			t.Errorf("planned mount %s missing", m)
+		}
+	}
+	if strings.Contains(out, "oldroot") || slices.Contains(got, "/tmp/proc") {
+		t.Errorf("old root still attached: %v", got)
+	}
+}
+
+// B09, D01, D02: identity, capabilities and no_new_privs of the program.
+func TestIdentityAndPrivileges(t *testing.T) {
+	out := testutil.Sh(t, `cat /proc/self/uid_map /proc/self/gid_map; grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):' /proc/self/status`, nil)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, m := range lines[:2] {
+		f := strings.Fields(m)
+		if len(f) != 3 || f[0] != "0" || f[2] != "1" {
+			t.Fatalf("id map %q: want a single id mapped to 0", m)
+		}
+		want := fmt.Sprint(os.Getuid())
+		if os.Getuid() == 0 {
+			if f[1] == "0" {
+				t.Fatalf("sandbox root maps to host root: %q", m)
+			}
+			want = "65534"
+		}
+		if m == lines[0] && f[1] != want {
+			t.Errorf("uid map %q: want host id %s", m, want)
+		}
+	}
+	for _, l := range lines[2:] {
+		k, v, _ := strings.Cut(l, ":")
+		v = strings.TrimSpace(v)
+		switch {
+		case k == "NoNewPrivs" && v != "1":
+			t.Errorf("NoNewPrivs = %s", v)
+		case strings.HasPrefix(k, "Cap") && v != "0000000000000000":
+			t.Errorf("%s = %s, want 0", k, v)
+		}
+	}
+	if len(lines) != 8 {
+		t.Fatalf("want 2 map lines and 6 status lines, got %q", out)
+	}
+}
+
+// A01/L04: only fds 0-2 reach the program, even when the supervisor holds
+// fds without close-on-exec (as cgo code or a systemd parent leaves them).
+func TestOnlyStdioFdsInside(t *testing.T) {
+	for _, p := range []string{"/etc/hostname", "/"} {
+		fd, err := unix.Open(p, unix.O_RDONLY, 0) // no O_CLOEXEC on purpose
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+	}
+	// sh is the program (pid 1): list its fds from a child.
+	out := testutil.Sh(t, `ls /proc/1/fd; :`, nil)
+	if got := strings.Fields(out); !slices.Equal(got, []string{"0", "1", "2"}) {
+		t.Fatalf("program fds %v, want [0 1 2]", got)
+	}
+}
+
+// A12/F06: read-only means read-only recursively, submounts included;
+// /workspace and /tmp are writable.
+func TestReadOnlyAndWritable(t *testing.T) {
+	name := fmt.Sprintf("airlock-ro-probe-%d", time.Now().UnixNano())
+	defer os.Remove("/dev/shm/" + name)
+	// /dev/shm is a world-writable submount of /dev on the host: bound
+	// read-only with /dev, it must refuse writes too.
+	script := fmt.Sprintf(`
+for p in /usr/x /etc/x /x /bin/x /lib/x /proc/sys/kernel/hostname /mnt/hostdev/shm/%s; do
+  if (echo x > $p) 2>/dev/null; then echo "WROTE $p"; else echo "denied $p"; fi
+done
+touch /mnt/hostdev/shm/%s 2>&1
+echo a > /workspace/a && echo b > /tmp/b && echo c > /dev/shm/c && cat /workspace/a /tmp/b /dev/shm/c`, name, name)
+	res := testutil.Run(t, []string{"/bin/sh", "-c", script}, func(p *policy.Policy) {
+		p.Mounts = []policy.Mount{{Type: policy.MountROBind, Source: "/dev", Target: "/mnt/hostdev"}}
+	})
+	if strings.Contains(res.Stdout, "WROTE") {
+		t.Errorf("a read-only path was written:\n%s", res.Stdout)
+	}
+	if !strings.Contains(res.Stdout, "Read-only file system") {
+		t.Errorf("writing into a submount of a read-only bind did not fail with EROFS:\n%s", res.Stdout)
+	}
+	if !strings.HasSuffix(res.Stdout, "a\nb\nc\n") {
+		t.Errorf("/workspace, /tmp or /dev/shm not writable: %q %q", res.Stdout, res.Stderr)
+	}
+	if _, err := os.Stat("/dev/shm/" + name); err == nil {
+		t.Fatal("the sandbox created a file in the host's /dev/shm")
+	}
+}
+
+// F07: a host directory that is not bound is invisible, and a bound one
+// is visible only where it was bound.
+func TestUnboundHostDirInvisible(t *testing.T) {
+	dir := worldReadableTempDir(t)
+	canary := filepath.Join(dir, "airlock-canary-file")
+	if err := os.WriteFile(canary, []byte("canary"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf(`cat %s 2>&1; ls %s 2>&1; find / -name airlock-canary-file 2>/dev/null; cat /shown/airlock-canary-file`, canary, dir)
+	res := testutil.Run(t, []string{"/bin/sh", "-c", script}, nil)
+	if strings.Contains(res.Stdout, "canary\n") || strings.Count(res.Stdout, "No such file") != 2 {
+		t.Errorf("unbound host dir reachable:\n%s", res.Stdout)
+	}
+	res = testutil.Run(t, []string{"/bin/sh", "-c", script}, func(p *policy.Policy) {
+		p.Mounts = []policy.Mount{{Type: policy.MountROBind, Source: dir, Target: "/shown"}}
+	})
+	if !strings.HasSuffix(res.Stdout, "/shown/airlock-canary-file\ncanary") {
+		t.Errorf("bound dir not visible at its target only:\n%s", res.Stdout)
+	}
+}
+
+// K01: the supervisor's environment never reaches the program.
+func TestSecretEnvNotInherited(t *testing.T) {
+	t.Setenv("AIRLOCK_CANARY_SECRET", "s3cr3t-canary-value")
+	res := testutil.Run(t, []string{"/usr/bin/env"}, func(p *policy.Policy) {
+		p.Setenv = map[string]string{"GIVEN": "yes"}
+	})
+	got := strings.Fields(res.Stdout)
+	want := []string{"GIVEN=yes", "HOME=/workspace", "LANG=C.UTF-8", "PATH=/usr/local/bin:/usr/bin:/bin"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("environment inside = %v, want exactly %v", got, want)
+	}
+	out := testutil.Sh(t, `cat /proc/1/environ /proc/self/environ`, nil)
+	if strings.Contains(out, "s3cr3t") || strings.Contains(out, "_AIRLOCK_INIT") {
+		t.Fatalf("supervisor environment leaked: %q", out)
+	}
+}
+
+// A09: a mount target below a writable host directory that holds a
+// symlink is refused, never followed out of the sandbox.
+func TestSymlinkedMountTargetRefused(t *testing.T) {
+	ws := worldReadableTempDir(t)
+	if err := os.Symlink("/etc", filepath.Join(ws, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := testutil.RunErr(t, []string{"/bin/true"}, func(p *policy.Policy) {
+		p.Workspace = ws
+		p.Mounts = []policy.Mount{{Type: policy.MountTmpfs, Target: "/workspace/sub/x"}}
+	})
+	var se *policy.SetupError
+	if !errors.As(err, &se) || res == nil || res.Status != nsjail.StatusSetupError {
+		t.Fatalf("want a setup_error, got %v, %+v", err, res)
+	}
+	if !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("error does not name the symlink: %v", err)
+	}
+}
+
+func TestExitStatusClassified(t *testing.T) {
+	res := testutil.Run(t, []string{"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, nil)
+	if res.Status != nsjail.StatusExited || res.ExitCode != 3 || res.Stdout != "out\n" || res.Stderr != "err\n" {
+		t.Fatalf("got %+v", res)
+	}
+	res, err := testutil.RunErr(t, []string{"no-such-program-xyz"}, nil)
+	if !errors.Is(err, unix.ENOENT) || res.Status != nsjail.StatusSetupError || !strings.HasPrefix(res.Error, "exec:") {
+		t.Fatalf("missing program: %v %+v", err, res)
+	}
+}
+
+func TestInvalidRequestsAreErrInvalid(t *testing.T) {
+	for name, mod := range map[string]func(*policy.Policy){
+		"relative target": func(p *policy.Policy) { p.Mounts = []policy.Mount{{Type: policy.MountTmpfs, Target: "x"}} },
+		"proc target":     func(p *policy.Policy) { p.Mounts = []policy.Mount{{Type: policy.MountTmpfs, Target: "/proc/x"}} },
+		"missing source":  func(p *policy.Policy) { p.Mounts = []policy.Mount{{Type: policy.MountBind, Source: "/nonexistent-xyz", Target: "/x"}} },
+		"bad net":         func(p *policy.Policy) { p.Net = "bridge" },
+	} {
+		_, err := testutil.RunErr(t, []string{"/bin/true"}, mod)
+		if !errors.Is(err, policy.ErrInvalid) {
+			t.Errorf("%s: got %v, want ErrInvalid", name, err)
+		}
+	}
+	ex, _ := executor.New(executor.Config{})
+	if _, err := ex.Execute(t.Context(), executor.Request{}); !errors.Is(err, policy.ErrInvalid) {
+		t.Errorf("no program: got %v", err)
+	}
+}
+
+// worldReadableTempDir returns a temp dir the sandbox's mapped uid can
+// enter (as root, the sandbox runs as host uid 65534).
+func worldReadableTempDir(t *testing.T) string {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for d := filepath.Dir(dir); d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	return dir
+}

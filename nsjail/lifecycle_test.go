@@ -1,0 +1,182 @@
+package nsjail_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// marker returns a sleep duration unique to this test run, to find the
+// sandbox's processes in the host's process table.
+func marker() string { return strconv.Itoa(100000 + int(time.Now().UnixNano()%800000)) }
+
+// I09: a program that leaves a setsid'd, double-forked sleeper behind is
+// killed at the timeout with everything it started; nothing is left on
+// the host.
+func TestTimeoutKillsWholeTree(t *testing.T) {
+	testutil.RequireUserNS(t)
+	m := marker()
+	p := policy.Default()
+	p.Timeout = policy.Duration(1500 * time.Millisecond)
+	ex, _ := executor.New(executor.Config{})
+	spec, _, err := ex.Resolve(executor.Request{
+		Args:   []string{"/bin/sh", "-c", "setsid sh -c 'sleep " + m + " &' </dev/null >/dev/null 2>&1; exec sleep " + m},
+		Policy: p,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := nsjail.Start(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", m)) == 2 }) {
+		sb.Kill()
+		t.Fatalf("both sleepers never showed up on the host: %v", testutil.HostProcsWith("sleep", m))
+	}
+	res, err := sb.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != nsjail.StatusTimeout || res.Signal != "SIGKILL" {
+		t.Fatalf("status %s signal %q, want timeout by SIGKILL", res.Status, res.Signal)
+	}
+	// A generous correctness bound, not a performance check.
+	if res.WallTimeMS < 1400 || res.WallTimeMS > 10000 {
+		t.Errorf("wall time %d ms for a 1.5 s timeout", res.WallTimeMS)
+	}
+	if left := testutil.HostProcsWith("sleep", m); len(left) != 0 {
+		t.Fatalf("processes left on the host after the timeout: %v", left)
+	}
+}
+
+// J02/L03: SIGKILL of the supervisor mid-run leaves no sandbox process.
+func TestSupervisorDeathKillsSandbox(t *testing.T) {
+	testutil.RequireUserNS(t)
+	m := marker()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), supervisorEnv+"=sleep "+m)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", m)) == 1 }) {
+		t.Fatal("the sandboxed sleeper never started")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if !testutil.WaitFor(5*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", m)) == 0 }) {
+		t.Fatalf("sandbox processes survived their supervisor: %v", testutil.HostProcsWith("sleep", m))
+	}
+}
+
+// I06: a program printing 100 MB is cut at the cap, killed, and the
+// supervisor's peak RSS stays near its own baseline plus the cap.
+func TestOutputFloodIsCappedAndBounded(t *testing.T) {
+	testutil.RequireUserNS(t)
+	const limit = 4 << 20
+	rss := func(args string) (string, int64) {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), supervisorEnv+"="+args, "AIRLOCK_TEST_CAP="+strconv.Itoa(limit))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("supervisor: %v %s", err, out)
+		}
+		return strings.TrimSpace(string(out)), cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
+	}
+	baseOut, base := rss("/bin/true")
+	floodOut, flood := rss("head -c 100000000 /dev/zero")
+	if baseOut != "ok 0" {
+		t.Fatalf("baseline run: %q", baseOut)
+	}
+	if floodOut != fmt.Sprintf("output_limit %d", limit) {
+		t.Fatalf("flood run: %q, want output_limit with exactly %d bytes kept", floodOut, limit)
+	}
+	t.Logf("supervisor peak RSS: baseline %d MiB, flood %d MiB, cap %d MiB", base>>20, flood>>20, limit>>20)
+	if flood > base+limit+8<<20 {
+		t.Fatalf("supervisor peak RSS %d MiB > baseline %d MiB + cap %d MiB + 8 MiB", flood>>20, base>>20, limit>>20)
+	}
+}
+
+func TestOutputLimitStatus(t *testing.T) {
+	res := testutil.Run(t, []string{"/bin/sh", "-c", "head -c 300000 /dev/zero | tr '\\0' a; echo done >&2"}, func(p *policy.Policy) {
+		p.MaxOutput = 100000
+	})
+	if res.Status != nsjail.StatusOutputLimit || len(res.Stdout) != 100000 || !res.StdoutTruncated || res.StderrTruncated {
+		t.Fatalf("status %s, %d bytes kept, truncated %v/%v", res.Status, len(res.Stdout), res.StdoutTruncated, res.StderrTruncated)
+	}
+}
+
+func TestKillIsSignaled(t *testing.T) {
+	testutil.RequireUserNS(t)
+	ex, _ := executor.New(executor.Config{})
+	spec, _, err := ex.Resolve(executor.Request{Args: []string{"sleep", "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := nsjail.Start(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.Kill()
+	res, err := sb.Wait()
+	if err != nil || res.Status != nsjail.StatusSignaled || res.Signal != "SIGKILL" {
+		t.Fatalf("got %v %+v", err, res)
+	}
+}
+
+// Cancelling the context kills the sandbox and is an error, not a result.
+func TestContextCancelKills(t *testing.T) {
+	testutil.RequireUserNS(t)
+	m := marker()
+	ctx, cancel := context.WithCancel(t.Context())
+	ex, _ := executor.New(executor.Config{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := ex.Execute(ctx, executor.Request{Args: []string{"sleep", m}})
+		done <- err
+	}()
+	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", m)) == 1 }) {
+		t.Fatal("sleeper never started")
+	}
+	cancel()
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "cancel") {
+		t.Fatalf("got %v, want a cancellation error", err)
+	}
+	if left := testutil.HostProcsWith("sleep", m); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
+
+// Interpreters run a hello program under the default policy.
+func TestLanguagesHello(t *testing.T) {
+	for _, tc := range []struct {
+		bin  string
+		args []string
+	}{
+		{"python3", []string{"python3", "-c", "import threading, subprocess, multiprocessing as mp\nt = threading.Thread(target=lambda: None); t.start(); t.join()\nassert subprocess.run(['true']).returncode == 0\nwith mp.Pool(2) as p: assert p.map(abs, [-1]) == [1]\nprint('hello from python3')"}},
+		{"node", []string{"node", "-e", "const {Worker}=require('worker_threads'); new Worker('1',{eval:true}).on('exit',()=>console.log('hello from node'))"}},
+		{"bash", []string{"bash", "-c", "x=$(echo hello | tr a-z A-Z | cat); echo \"$x from bash\""}},
+	} {
+		t.Run(tc.bin, func(t *testing.T) {
+			testutil.RequireBinary(t, tc.bin)
+			res := testutil.Run(t, tc.args, nil)
+			if res.Status != nsjail.StatusOK || !strings.Contains(strings.ToLower(res.Stdout), "hello from "+tc.bin) {
+				t.Fatalf("status %s exit %d\nstdout %q\nstderr %q", res.Status, res.ExitCode, res.Stdout, res.Stderr)
+			}
+		})
+	}
+}
