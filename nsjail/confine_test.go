@@ -288,8 +288,10 @@ func TestInvalidRequestsAreErrInvalid(t *testing.T) {
 	for name, mod := range map[string]func(*policy.Policy){
 		"relative target": func(p *policy.Policy) { p.Mounts = []policy.Mount{{Type: policy.MountTmpfs, Target: "x"}} },
 		"proc target":     func(p *policy.Policy) { p.Mounts = []policy.Mount{{Type: policy.MountTmpfs, Target: "/proc/x"}} },
-		"missing source":  func(p *policy.Policy) { p.Mounts = []policy.Mount{{Type: policy.MountBind, Source: "/nonexistent-xyz", Target: "/x"}} },
-		"bad net":         func(p *policy.Policy) { p.Net = "bridge" },
+		"missing source": func(p *policy.Policy) {
+			p.Mounts = []policy.Mount{{Type: policy.MountBind, Source: "/nonexistent-xyz", Target: "/x"}}
+		},
+		"bad net": func(p *policy.Policy) { p.Net = "bridge" },
 	} {
 		_, err := testutil.RunErr(t, []string{"/bin/true"}, mod)
 		if !errors.Is(err, policy.ErrInvalid) {
