@@ -2,4 +2,10 @@ module github.com/airlock-sandbox/airlock
 
 go 1.26.0
 
-require golang.org/x/sys v0.49.0
+require (
+	github.com/containerd/cgroups/v3 v3.1.3
+	golang.org/x/net v0.62.0
+	golang.org/x/sys v0.49.0
+)
+
+require github.com/moby/sys/userns v0.1.0 // indirect

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/rootfs"
@@ -95,7 +97,7 @@ func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
 		if !p.BestEffort {
 			return nsjail.Spec{}, nil, &policy.UnsupportedError{
 				Control: "cpus",
-				Reason:  "a CPU rate limit needs a cgroup and this build enforces limits with rlimits only",
+				Reason:  fmt.Sprintf("a CPU rate limit needs a cgroup, and airlock does not create per-run cgroups yet (host cgroup mode: %s)", cgroups.HostMode()),
 				Fix:     "drop --cpus, bound CPU time with --cpu-time, or pass --best-effort",
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/rootfs"
+	"github.com/airlock-sandbox/airlock/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -147,6 +148,13 @@ func runInit(status *os.File) (err error) {
 	}
 	if err := stage("report ready", writeStatus(status, initStatus{Ready: true})); err != nil {
 		return err
+	}
+	// Seccomp last, so that it filters the program and nothing of the
+	// setup; TSYNC puts it on every thread of the init.
+	if len(cfg.Seccomp) > 0 {
+		if err := stage("seccomp", seccomp.Load(cfg.Seccomp)); err != nil {
+			return err
+		}
 	}
 	// Nothing but exec after this point.
 	return stage("exec", unix.Exec(argv0, cfg.Args, cfg.Env))

@@ -37,8 +37,12 @@ type Sandbox struct {
 
 	mu     sync.Mutex
 	reason Status // why the supervisor killed it; "" = it did not
-	cancel error  // the context's error, when it was cancelled
+	cancel error  // the context's error, when that was the reason
 }
+
+// reasonCancelled is the kill reason when the caller's context ended; it
+// never appears in a Result (the run returns the context's error).
+const reasonCancelled Status = "cancelled"
 
 // Run starts a sandbox and waits for it. Every outcome of the program is
 // a Result with a nil error. A non-nil error means there is no trusted
@@ -78,6 +82,7 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		Plan:     spec.Plan,
 		Staging:  stagingDir,
 		Rlimits:  spec.Rlimits,
+		Seccomp:  spec.Seccomp,
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
@@ -196,7 +201,7 @@ func (s *Sandbox) watch(ctx context.Context) {
 		s.mu.Lock()
 		s.cancel = ctx.Err()
 		s.mu.Unlock()
-		s.kill(StatusSetupError)
+		s.kill(reasonCancelled)
 	}
 }
 
@@ -221,8 +226,11 @@ func (s *Sandbox) awaitExec(statusR *os.File) error {
 	}
 	if !ready {
 		<-s.exited
-		if r := s.killReason(); r == StatusTimeout {
+		switch s.killReason() {
+		case StatusTimeout:
 			return &policy.SetupError{Stage: "init", Err: errors.New("timeout expired during setup")}
+		case reasonCancelled:
+			return fmt.Errorf("nsjail: run cancelled during setup: %w", s.cancelErr())
 		}
 		return &policy.SetupError{Stage: "init", Err: fmt.Errorf("init died during setup: %v", s.cmd.ProcessState)}
 	}
@@ -250,6 +258,12 @@ func (s *Sandbox) kill(reason Status) error {
 	return err
 }
 
+func (s *Sandbox) cancelErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancel
+}
+
 func (s *Sandbox) killReason() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -263,7 +277,7 @@ func (s *Sandbox) Wait() (*Result, error) {
 	s.mu.Lock()
 	cancelled, reason := s.cancel, s.reason
 	s.mu.Unlock()
-	if cancelled != nil {
+	if reason == reasonCancelled {
 		return nil, fmt.Errorf("nsjail: run cancelled: %w", cancelled)
 	}
 	st := s.cmd.ProcessState
@@ -369,6 +383,9 @@ func enforcedFor(spec *Spec) Enforced {
 	}
 	if spec.Timeout > 0 {
 		e.Timeout = spec.Timeout.String()
+	}
+	if len(spec.Seccomp) > 0 {
+		e.Seccomp = fmt.Sprintf("bpf (%d instructions)", len(spec.Seccomp))
 	}
 	if len(spec.Rlimits) > 0 {
 		e.Rlimits = map[string]uint64{}

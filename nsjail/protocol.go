@@ -1,6 +1,9 @@
 package nsjail
 
-import "github.com/airlock-sandbox/airlock/rootfs"
+import (
+	"github.com/airlock-sandbox/airlock/rootfs"
+	"github.com/airlock-sandbox/airlock/seccomp"
+)
 
 // The parent and the init talk over two pipes the init inherits:
 //
@@ -33,14 +36,15 @@ const (
 // initConfig is what the init obeys. It carries no decisions: every value
 // was computed by the parent.
 type initConfig struct {
-	Args     []string    `json:"args"`
-	Env      []string    `json:"env"`
-	Dir      string      `json:"dir"`
-	Hostname string      `json:"hostname"`
-	NetNS    bool        `json:"netns"`
-	Plan     rootfs.Plan `json:"plan"`
-	Staging  string      `json:"staging"`
-	Rlimits  []Rlimit    `json:"rlimits"`
+	Args     []string        `json:"args"`
+	Env      []string        `json:"env"`
+	Dir      string          `json:"dir"`
+	Hostname string          `json:"hostname"`
+	NetNS    bool            `json:"netns"`
+	Plan     rootfs.Plan     `json:"plan"`
+	Staging  string          `json:"staging"`
+	Rlimits  []Rlimit        `json:"rlimits"`
+	Seccomp  seccomp.Program `json:"seccomp,omitempty"`
 }
 
 // initStatus is one message from the init on fd 4.

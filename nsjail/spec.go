@@ -7,6 +7,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/rootfs"
+	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
 // Spec is a fully resolved sandbox: everything the init needs is decided
@@ -29,6 +30,9 @@ type Spec struct {
 	Plan rootfs.Plan
 	// Rlimits are set on the program (they are inherited by its children).
 	Rlimits []Rlimit
+	// Seccomp is a filter loaded on the program, as the init's last step
+	// before exec. nil = no filter.
+	Seccomp seccomp.Program
 	// HostUID and HostGID are the host ids the sandbox's root maps to
 	// when the supervisor runs as real root. 0 = 65534 (nobody); host id 0
 	// is never used. A rootless supervisor always maps its own ids.
@@ -71,6 +75,8 @@ func (s *Spec) validate() error {
 		return policy.Invalid("output limit", "must not be negative")
 	case s.HostUID < 0 || s.HostGID < 0:
 		return policy.Invalid("host uid/gid", "must not be negative")
+	case len(s.Seccomp) > seccomp.MaxInstructions:
+		return policy.Invalid("seccomp", "filter of %d instructions is over the kernel's %d", len(s.Seccomp), seccomp.MaxInstructions)
 	case len(s.Plan.Ops) == 0:
 		return policy.Invalid("plan", "empty filesystem plan")
 	}

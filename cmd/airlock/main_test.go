@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/nsjail"
+)
+
+func TestMain(m *testing.M) {
+	nsjail.Init()
+	os.Exit(m.Run())
+}
+
+// airlock runs the CLI in-process and returns its exit code and output.
+func airlock(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	testutil.RequireUserNS(t)
+	var out, errb bytes.Buffer
+	code := runCmd(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// result runs `airlock run --json ARGS` and decodes the result.
+func result(t *testing.T, args ...string) (int, nsjail.Result, map[string]any) {
+	t.Helper()
+	code, out, errOut := airlock(t, "", append([]string{"--json"}, args...)...)
+	var res nsjail.Result
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("exit %d, not a JSON result: %v\nstdout: %s\nstderr: %s", code, err, out, errOut)
+	}
+	json.Unmarshal([]byte(out), &raw)
+	return code, res, raw
+}
+
+// The JSON field names are a contract.
+func TestJSONResultContract(t *testing.T) {
+	code, res, raw := result(t, "--", "sh", "-c", "echo hi; echo oops >&2; exit 3")
+	if code != 3 || res.Status != "exited" || res.ExitCode != 3 || res.Stdout != "hi\n" || res.Stderr != "oops\n" {
+		t.Fatalf("exit %d, result %+v", code, res)
+	}
+	var keys []string
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := []string{"cpu_time_ms", "enforced", "exit_code", "memory_peak_bytes", "seccomp_syscall", "signal",
+		"status", "stderr", "stderr_truncated", "stdout", "stdout_truncated", "wall_time_ms"}
+	if !slices.Equal(keys, want) {
+		t.Fatalf("result keys %v, want %v", keys, want)
+	}
+	enf := raw["enforced"].(map[string]any)
+	for _, k := range []string{"namespaces", "uid_map", "rootfs", "network", "limits", "seccomp", "capabilities", "no_new_privs"} {
+		if _, ok := enf[k]; !ok {
+			t.Errorf("enforced lacks %q: %v", k, enf)
+		}
+	}
+}
+
+func TestPassThroughAndExitCodes(t *testing.T) {
+	code, out, errOut := airlock(t, "from stdin", "--", "sh", "-c", "cat; echo; echo err >&2; exit 7")
+	if code != 7 || out != "from stdin\n" || errOut != "err\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, _, _ := airlock(t, "", "--timeout", "500ms", "--", "sleep", "100"); code != 137 {
+		t.Errorf("timeout: exit %d, want 137 (128+SIGKILL)", code)
+	}
+	if code, _, errOut := airlock(t, "", "--", "/no/such/program"); code != 127 || !strings.Contains(errOut, "no such file") {
+		t.Errorf("missing program: exit %d %q, want 127", code, errOut)
+	}
+	if code, _, _ := airlock(t, "", "--", "/etc/passwd"); code != 126 {
+		t.Errorf("non-executable program: exit %d, want 126", code)
+	}
+	if code, _, errOut := airlock(t, "", "--timeout", "soon", "--", "true"); code != exitSetup || !strings.Contains(errOut, "invalid") {
+		t.Errorf("bad flag value: exit %d %q, want 125", code, errOut)
+	}
+}
+
+// A control the host cannot enforce is refused before anything runs,
+// with the control and the fix named; --best-effort runs and reports it.
+func TestUnenforceableControlFailsClosed(t *testing.T) {
+	code, out, errOut := airlock(t, "", "--cpus", "0.5", "--", "sh", "-c", "echo RAN")
+	if code != exitSetup || strings.Contains(out, "RAN") {
+		t.Fatalf("--cpus without a cgroup: exit %d, stdout %q", code, out)
+	}
+	for _, want := range []string{"cpus", "--best-effort"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("error %q does not name %q", errOut, want)
+		}
+	}
+	code, res, _ := result(t, "--cpus", "0.5", "--best-effort", "--", "sh", "-c", "echo RAN")
+	if code != 0 || res.Stdout != "RAN\n" || !slices.Equal(res.Enforced.NotEnforced, []string{"cpus"}) {
+		t.Fatalf("best effort: exit %d %+v", code, res)
+	}
+}
+
+// Before cgroups, --memory and --pids are enforced with rlimits and
+// reported as such; the limits really bite.
+func TestRlimitFallbackEnforces(t *testing.T) {
+	testutil.RequireBinary(t, "python3")
+	code, res, _ := result(t, "--memory", "64MiB", "--", "python3", "-c", "b = bytearray(200 << 20)")
+	if code == 0 || !strings.Contains(res.Stderr, "MemoryError") {
+		t.Errorf("200 MB under --memory 64MiB: exit %d, stderr %q", code, res.Stderr)
+	}
+	if res.Enforced.Limits != "rlimit" || res.Enforced.Rlimits["data"] != 64<<20 {
+		t.Errorf("enforced %+v", res.Enforced)
+	}
+	fork := `
+import os, time, errno
+n = 0
+try:
+    while n < 64:
+        if os.fork() == 0:
+            time.sleep(3); os._exit(0)
+        n += 1
+except OSError as e:
+    print(n, errno.errorcode[e.errno])`
+	_, res, _ = result(t, "--pids", "8", "--", "python3", "-c", fork)
+	var n int
+	var e string
+	if _, err := fmt.Sscan(res.Stdout, &n, &e); err != nil || n >= 8 || e != "EAGAIN" {
+		t.Errorf("fork loop under --pids 8: %q (want fewer than 8 forks, then EAGAIN)", res.Stdout)
+	}
+}
+
+func TestMountEnvAndDirFlags(t *testing.T) {
+	data := t.TempDir()
+	out := t.TempDir()
+	for _, d := range []string{data, out, filepath.Dir(data)} {
+		os.Chmod(d, 0o777)
+	}
+	os.WriteFile(filepath.Join(data, "in.txt"), []byte("input"), 0o644)
+	t.Setenv("AIRLOCK_PASSED", "passed-value")
+	script := `cat /data/in.txt; echo; touch /data/x 2>&1 | grep -o 'Read-only'; echo written > /out/o.txt
+head -c 2000000 /dev/zero 2>&1 >/scratch/f | grep -o 'No space'; echo "$FOO $AIRLOCK_PASSED $(pwd)"`
+	code, res, _ := result(t, "--ro-bind", data+":/data", "--bind", out+":/out", "--tmpfs", "/scratch:1MiB",
+		"--setenv", "FOO=bar", "--env-pass", "AIRLOCK_PASSED", "--chdir", "/tmp", "--", "sh", "-c", script)
+	want := "input\nRead-only\nNo space\nbar passed-value /tmp\n"
+	if code != 0 || res.Stdout != want {
+		t.Fatalf("exit %d, stdout %q, want %q (stderr %q)", code, res.Stdout, want, res.Stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "o.txt")); string(b) != "written\n" {
+		t.Errorf("writable bind: host sees %q", b)
+	}
+}
+
+func TestWorkspaceAndPolicyFile(t *testing.T) {
+	ws := t.TempDir()
+	os.Chmod(ws, 0o777)
+	os.Chmod(filepath.Dir(ws), 0o755)
+	if code, _, errOut := airlock(t, "", "--workspace", ws, "--", "sh", "-c", "echo kept > result.txt"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "result.txt")); string(b) != "kept\n" {
+		t.Fatalf("workspace file on the host: %q", b)
+	}
+	pol := filepath.Join(t.TempDir(), "p.json")
+	os.WriteFile(pol, []byte(`{"timeout": "500ms", "setenv": {"FROM": "file"}}`), 0o644)
+	if _, res, _ := result(t, "--policy", pol, "--", "sh", "-c", `echo $FROM; sleep 100`); res.Status != "timeout" || res.Stdout != "file\n" {
+		t.Errorf("policy file: %+v", res)
+	}
+	os.WriteFile(pol, []byte(`{"timeout": "1s", "no_such_field": 1}`), 0o644)
+	if code, _, errOut := airlock(t, "", "--policy", pol, "--", "true"); code != exitSetup || !strings.Contains(errOut, "no_such_field") {
+		t.Errorf("unknown policy field: exit %d %q", code, errOut)
+	}
+}
+
+func TestMaxOutputAndHostNet(t *testing.T) {
+	code, res, _ := result(t, "--max-output", "1000", "--", "sh", "-c", "head -c 5000 /dev/zero | tr '\\0' x")
+	if code != 137 || res.Status != "output_limit" || len(res.Stdout) != 1000 || !res.StdoutTruncated {
+		t.Errorf("max-output: exit %d status %s, %d bytes", code, res.Status, len(res.Stdout))
+	}
+	hostIfs, _ := os.ReadFile("/proc/net/dev")
+	_, res, _ = result(t, "--net", "host", "--", "cat", "/proc/net/dev")
+	if res.Enforced.Network != "host" || slices.Contains(res.Enforced.Namespaces, "net") ||
+		strings.Count(res.Stdout, "\n") != strings.Count(string(hostIfs), "\n") {
+		t.Errorf("--net host: %q vs host %q, enforced %+v", res.Stdout, hostIfs, res.Enforced)
+	}
+}

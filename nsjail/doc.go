@@ -1,0 +1,44 @@
+// Package nsjail is airlock's jail: the supervisor that starts a sandbox
+// and the re-exec'd init that builds it.
+//
+// # Shape
+//
+// Start re-executes the current binary (/proc/self/exe) as the init, with
+// new user, pid, mount, ipc, uts and (unless HostNetwork) net namespaces
+// given by clone flags, so every thread of the init is born inside them.
+// The fully resolved Spec travels over an inherited pipe; the init obeys
+// it, in one flat sequence (init_linux.go): cgroup namespace, private
+// mounts, no nested user namespaces, the rootfs plan and pivot_root,
+// hostname, loopback up, rlimits, chdir, close-on-exec on every fd >= 3,
+// all capabilities dropped, no_new_privs, the seccomp filter, exec. Setup
+// failures come back typed over a close-on-exec status pipe, whose EOF
+// after "ready" means the program was exec'd. See protocol.go.
+//
+// # The re-exec hook
+//
+// Every binary that starts sandboxes must call Init first thing in main
+// (and in TestMain); it returns at once in an ordinary process.
+//
+// # Supervision
+//
+// The init is started from a goroutine locked to its OS thread, with
+// Pdeathsig SIGKILL: the sandbox dies when its supervisor dies. The
+// supervisor kills the sandbox through a pidfd at the wall-clock timeout,
+// when a captured stream passes its cap, or when the context ends; killing
+// the sandbox's pid 1 takes the whole pid namespace with it. Wait returns
+// one Result: status, exit code or signal, captured output, wall and CPU
+// time, peak RSS, and what was enforced.
+//
+// # Identity
+//
+// The sandbox runs as uid 0 of its own user namespace with no
+// capabilities. Rootless, that uid maps to the caller's; under real root
+// it maps to an unprivileged host id (65534 unless Spec.HostUID says
+// otherwise), never to host root.
+//
+// # Requirements
+//
+// Linux 5.12 or newer (mount_setattr and the new mount API), user
+// namespaces enabled for the caller. Without them Start fails with an
+// error matching policy.ErrUnsupported; nothing runs unconfined.
+package nsjail

@@ -1,0 +1,58 @@
+package nsjail_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/seccomp"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// denyUname is a hand-written filter: uname(2) gets EPERM, everything else
+// of the native arch is allowed, any other arch is killed.
+func denyUname(t *testing.T) seccomp.Program {
+	p, err := seccomp.Assemble([]bpf.Instruction{
+		bpf.LoadAbsolute{Off: 4, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AUDIT_ARCH_X86_64, SkipFalse: 4},
+		bpf.LoadAbsolute{Off: 0, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_UNAME, SkipFalse: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A filter in the spec is loaded last, on every task of the program.
+func TestSeccompProgramLoaded(t *testing.T) {
+	testutil.RequireUserNS(t)
+	ex, _ := executor.New(executor.Config{})
+	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c",
+		`uname -s 2>&1; (sleep 0.2 &); grep -h -E '^(Seccomp|NoNewPrivs):' /proc/[0-9]*/status | sort | uniq -c`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Seccomp = denyUname(t)
+	res, err := nsjail.Run(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Stdout, "Operation not permitted") {
+		t.Errorf("uname was not denied: %q", res.Stdout)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(res.Stdout), "\n")[1:] {
+		if f := strings.Fields(l); len(f) != 3 || f[2] != map[string]string{"Seccomp:": "2", "NoNewPrivs:": "1"}[f[1]] {
+			t.Errorf("a task is not filtered: %q", l)
+		}
+	}
+	if res.Enforced.Seccomp != "bpf (7 instructions)" {
+		t.Errorf("enforced.seccomp = %q", res.Enforced.Seccomp)
+	}
+}

@@ -1,0 +1,34 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"testing"
+)
+
+func TestSetupErrorClassFollowsErrno(t *testing.T) {
+	for _, tc := range []struct {
+		stage string
+		errno syscall.Errno
+		class error
+	}{
+		{"clone", syscall.EAGAIN, ErrUnavailable},
+		{"rootfs", syscall.ENOMEM, ErrUnavailable},
+		{"clone", syscall.EPERM, ErrUnsupported},
+		{"clone", syscall.ENOSPC, ErrUnsupported},
+		{"rootfs", syscall.ENOSYS, ErrUnsupported},
+		{"rootfs", syscall.EPERM, nil},
+		{"exec", syscall.ENOENT, nil},
+	} {
+		err := error(&SetupError{Stage: tc.stage, Err: fmt.Errorf("step: %w", tc.errno)})
+		for _, class := range []error{ErrUnavailable, ErrUnsupported, ErrInvalid} {
+			if got := errors.Is(err, class); got != (class == tc.class) {
+				t.Errorf("%s/%v: errors.Is(%v) = %v", tc.stage, tc.errno, class, got)
+			}
+		}
+		if !errors.Is(err, tc.errno) {
+			t.Errorf("%s/%v: errno lost from the chain", tc.stage, tc.errno)
+		}
+	}
+}

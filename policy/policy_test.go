@@ -1,0 +1,71 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFillsDefaultsAndReadsUnits(t *testing.T) {
+	p, err := Parse([]byte(`{"timeout": "2s", "cpu_time": 1.5, "memory": "64MiB", "max_output": 4096, "net": "loopback"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Duration(p.Timeout) != 2*time.Second || time.Duration(p.CPUTime) != 1500*time.Millisecond ||
+		p.Memory != 64<<20 || p.MaxOutput != 4096 || p.Pids != DefaultPids || p.Chdir != "/workspace" || p.Net != NetLoopback {
+		t.Fatalf("parsed %+v", p)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	for name, doc := range map[string]string{
+		"unknown field":    `{"timeuot": "1s"}`,
+		"trailing data":    `{} {}`,
+		"bad duration":     `{"timeout": "soon"}`,
+		"bad size":         `{"memory": "lots"}`,
+		"negative timeout": `{"timeout": "-1s"}`,
+		"tiny memory":      `{"memory": 100}`,
+		"bad net":          `{"net": "bridge"}`,
+		"relative chdir":   `{"chdir": "tmp"}`,
+		"unclean chdir":    `{"chdir": "/tmp/../etc"}`,
+		"bind to /":        `{"mounts": [{"type": "bind", "source": "/srv", "target": "/"}]}`,
+		"bind over /proc":  `{"mounts": [{"type": "ro-bind", "source": "/srv", "target": "/proc/sys"}]}`,
+		"bind over /dev":   `{"mounts": [{"type": "tmpfs", "target": "/dev"}]}`,
+		"relative source":  `{"mounts": [{"type": "bind", "source": "srv", "target": "/srv"}]}`,
+		"tmpfs source":     `{"mounts": [{"type": "tmpfs", "source": "/x", "target": "/srv"}]}`,
+		"mount type":       `{"mounts": [{"type": "overlay", "target": "/srv"}]}`,
+		"env name":         `{"setenv": {"A=B": "c"}}`,
+		"pass name":        `{"env_pass": [""]}`,
+		"relative ws":      `{"workspace": "ws"}`,
+		"too few files":    `{"open_files": 3}`,
+	} {
+		_, err := Parse([]byte(doc))
+		if !errors.Is(err, ErrInvalid) || errors.Is(err, ErrUnsupported) {
+			t.Errorf("%s: got %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]Size{"0": 0, "4096": 4096, "1K": 1024, "64MiB": 64 << 20, "2 GB": 2 << 30, "512mb": 512 << 20, "7B": 7} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "1T", "MiB", "9999999999999G"} {
+		if _, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) accepted", in)
+		}
+	}
+}
+
+func TestErrorClasses(t *testing.T) {
+	u := &UnsupportedError{Control: "cpus", Reason: "no cgroup", Fix: "run as root"}
+	if !errors.Is(u, ErrUnsupported) || errors.Is(u, ErrInvalid) || !strings.Contains(u.Error(), "fix: run as root") {
+		t.Errorf("UnsupportedError: %v", u)
+	}
+	if _, err := Preset("turbo"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown preset: %v", err)
+	}
+}

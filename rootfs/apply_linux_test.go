@@ -1,0 +1,50 @@
+//go:build linux
+
+package rootfs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestMkdirAllNeverFollowsSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "a"), 0o755)
+	os.Symlink(outside, filepath.Join(dir, "a", "link"))
+	os.WriteFile(filepath.Join(dir, "file"), nil, 0o644)
+	root, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(root)
+
+	for _, rel := range []string{"a/link/x", "a/link", "file/x"} {
+		if fd, err := mkdirAll(root, rel); !errors.Is(err, ErrSymlink) {
+			t.Errorf("mkdirAll(%q) = %d, %v; want ErrSymlink", rel, fd, err)
+		}
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("a directory was created through the symlink: %v", ents)
+	}
+	if _, err := mkdirAll(root, "a/../../escape"); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("'..' accepted: %v", err)
+	}
+	fd, err := mkdirAll(root, "x/y/z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(fd)
+	if fi, err := os.Stat(filepath.Join(dir, "x/y/z")); err != nil || !fi.IsDir() {
+		t.Fatalf("x/y/z not created: %v", err)
+	}
+	// A file target refuses a symlink in the last component too.
+	err = attachFile(root, "a/link", -1)
+	if !errors.Is(err, ErrSymlink) && !errors.Is(err, unix.ELOOP) {
+		t.Errorf("attachFile over a symlink: %v", err)
+	}
+}
