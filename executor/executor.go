@@ -149,9 +149,12 @@ func rlimits(p policy.Policy) []nsjail.Rlimit {
 		same(unix.RLIMIT_DATA, uint64(p.Memory)),
 	}
 	if p.CPUTime > 0 {
-		// SIGXCPU at the budget, SIGKILL one second later.
+		// Whole seconds, rounded up. Soft = hard: the kernel's SIGXCPU at
+		// a soft limit is ignored by a pid-namespace init (the program),
+		// while the hard limit's SIGKILL is not; equal limits kill every
+		// process at its budget.
 		secs := uint64(math.Ceil(time.Duration(p.CPUTime).Seconds()))
-		rl = append(rl, nsjail.Rlimit{Resource: unix.RLIMIT_CPU, Cur: secs, Max: secs + 1})
+		rl = append(rl, same(unix.RLIMIT_CPU, secs))
 	}
 	return rl
 }
