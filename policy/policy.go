@@ -75,6 +75,8 @@ type Policy struct {
 	EnvPass []string `json:"env_pass,omitempty"`
 	// MaxOutput caps each captured stream (stdout, stderr). 0 = 1 MiB.
 	MaxOutput Size `json:"max_output,omitempty"`
+	// Seccomp is the syscall filter. Zero value = the default profile.
+	Seccomp Seccomp `json:"seccomp,omitempty"`
 	// BestEffort allows running with weaker controls than asked when the
 	// host cannot enforce them. What was enforced is always reported.
 	BestEffort bool `json:"best_effort,omitempty"`
@@ -132,6 +134,9 @@ func (p *Policy) fill() {
 	if p.Chdir == "" {
 		p.Chdir = "/workspace"
 	}
+	if p.Seccomp.Profile == "" {
+		p.Seccomp.Profile = "default"
+	}
 }
 
 // Parse reads a JSON policy. Unknown fields are an error; missing fields
@@ -188,6 +193,9 @@ func (p *Policy) Validate() error {
 		if err := m.validate(); err != nil {
 			return fmt.Errorf("mounts[%d]: %w", i, err)
 		}
+	}
+	if err := p.Seccomp.Validate(); err != nil {
+		return err
 	}
 	for k := range p.Setenv {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

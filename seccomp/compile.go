@@ -1,0 +1,342 @@
+package seccomp
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+
+	"github.com/airlock-sandbox/airlock/policy"
+	"golang.org/x/net/bpf"
+)
+
+// Seccomp return values (linux/seccomp.h).
+const (
+	retKillProcess = 0x80000000
+	retErrno       = 0x00050000
+	retUserNotif   = 0x7fc00000
+	retLog         = 0x7ffc0000
+	retAllow       = 0x7fff0000
+	enosys         = 38
+	// x32 syscalls are x86_64 numbers with this bit set.
+	x32Bit = 0x40000000
+)
+
+// archInfo is what the compiler needs to know of the native arch.
+type archInfo struct {
+	audit uint32 // AUDIT_ARCH_*
+	x32   bool   // has the x32 ABI's number space to refuse
+}
+
+var arches = map[string]archInfo{
+	"amd64": {audit: 0xc000003e, x32: true},
+	"arm64": {audit: 0xc00000b7},
+}
+
+// Options change how a profile compiles.
+type Options struct {
+	// Notify compiles kill actions as SECCOMP_RET_USER_NOTIF, so the
+	// supervisor learns the syscall's name before it kills the sandbox
+	// (the loader must then ask for a listener). false = KILL_PROCESS.
+	Notify bool
+}
+
+// rule is a profile rule resolved to one syscall number and a return value.
+type rule struct {
+	nr   uint32
+	ret  uint32
+	args []policy.ArgCondition
+}
+
+// plan is the compilation of a profile before code generation: what
+// libseccomp compiles, and what airlock's own prefix checks first.
+type plan struct {
+	arch       archInfo
+	defaultRet uint32
+	native     []rule // for libseccomp
+	overrides  []rule // conditional denials of allowed syscalls, checked first
+	maxKnown   uint32
+	gaps       [][2]uint32 // unknown numbers below maxKnown
+	stub       bool        // ENOSYS for unknown numbers
+}
+
+// ErrUnknownSyscall is wrapped by compile errors for a deny rule naming a
+// syscall this architecture does not have.
+var ErrUnknownSyscall = fmt.Errorf("unknown syscall")
+
+// makePlan resolves names to numbers and settles precedence, which
+// libseccomp does not: given an unconditional allow for a syscall it
+// silently drops conditional denials of the same syscall. So, per
+// syscall: an unconditional denial wins outright; conditional denials of
+// a syscall that has any allowing rule are checked in airlock's prefix,
+// before libseccomp's program; the rest goes to libseccomp.
+func makePlan(p *Profile, goarch string, opts Options) (*plan, error) {
+	arch, ok := arches[goarch]
+	table := sysnums[goarch]
+	if !ok || table == nil {
+		return nil, &policy.UnsupportedError{Control: "seccomp", Reason: "no syscall table for " + goarch, Fix: "run on amd64 or arm64"}
+	}
+	pl := &plan{arch: arch}
+	var err error
+	if pl.defaultRet, err = retValue(p.DefaultAction, p.DefaultErrno, opts); err != nil {
+		return nil, err
+	}
+	byNr := map[uint32][]rule{}
+	var order []uint32
+	for _, r := range p.Rules {
+		if err := r.Validate(); err != nil {
+			return nil, err
+		}
+		ret, err := retValue(r.Action, r.Errno, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range r.Names {
+			nr, ok := table[name]
+			if !ok {
+				if r.Action == policy.ActAllow || r.Action == policy.ActLog {
+					continue // not on this arch: the default denies it anyway
+				}
+				return nil, fmt.Errorf("seccomp: %w %q in a %s rule (not a %s syscall)", ErrUnknownSyscall, name, r.Action, goarch)
+			}
+			if _, seen := byNr[nr]; !seen {
+				order = append(order, nr)
+			}
+			byNr[nr] = append(byNr[nr], rule{nr: nr, ret: ret, args: r.Args})
+		}
+	}
+	for _, nr := range order {
+		pl.settle(byNr[nr])
+	}
+	for _, nr := range table {
+		pl.maxKnown = max(pl.maxKnown, nr)
+	}
+	pl.gaps = gaps(table)
+	pl.stub = p.DefaultAction != policy.ActAllow && p.DefaultAction != policy.ActLog
+	return pl, nil
+}
+
+func allowing(ret uint32) bool { return ret == retAllow || ret == retLog }
+
+// settle applies the precedence rules to the rules of one syscall.
+func (pl *plan) settle(rs []rule) {
+	var uncondAllow *rule
+	anyAllow := false
+	for i, r := range rs {
+		if len(r.args) == 0 && !allowing(r.ret) {
+			if r.ret != pl.defaultRet {
+				pl.native = append(pl.native, r)
+			}
+			return // an unconditional denial wins
+		}
+		if allowing(r.ret) {
+			anyAllow = true
+			if len(r.args) == 0 && uncondAllow == nil {
+				uncondAllow = &rs[i]
+			}
+		}
+	}
+	for _, r := range rs {
+		switch {
+		case !allowing(r.ret) && anyAllow:
+			pl.overrides = append(pl.overrides, r)
+		case !allowing(r.ret):
+			if r.ret != pl.defaultRet {
+				pl.native = append(pl.native, r)
+			}
+		case uncondAllow != nil:
+			// subsumed by the unconditional allow below
+		case r.ret != pl.defaultRet:
+			pl.native = append(pl.native, r)
+		}
+	}
+	if uncondAllow != nil && uncondAllow.ret != pl.defaultRet {
+		pl.native = append(pl.native, *uncondAllow)
+	}
+}
+
+func retValue(a policy.SyscallAction, errno int, opts Options) (uint32, error) {
+	switch a {
+	case policy.ActAllow:
+		return retAllow, nil
+	case policy.ActLog:
+		return retLog, nil
+	case policy.ActErrno:
+		if errno == 0 {
+			errno = 1 // EPERM
+		}
+		return retErrno | uint32(errno), nil
+	case policy.ActKill:
+		if opts.Notify {
+			return retUserNotif, nil
+		}
+		return retKillProcess, nil
+	}
+	return 0, policy.Invalid("seccomp action", "%q", a)
+}
+
+// gaps returns the ranges of numbers below the highest known syscall that
+// name no syscall.
+func gaps(table map[string]uint32) [][2]uint32 {
+	nrs := make([]uint32, 0, len(table))
+	for _, nr := range table {
+		nrs = append(nrs, nr)
+	}
+	slices.Sort(nrs)
+	var g [][2]uint32
+	for i := 1; i < len(nrs); i++ {
+		if nrs[i] > nrs[i-1]+1 {
+			g = append(g, [2]uint32{nrs[i-1] + 1, nrs[i] - 1})
+		}
+	}
+	return g
+}
+
+// seccomp_data offsets.
+const (
+	offNr   = 0
+	offArch = 4
+	offArgs = 16
+)
+
+// prefix generates airlock's own checks, which run before libseccomp's
+// program. They fall through to it (offset len(prefix)) for everything
+// they do not decide; a non-native arch or an x32 number goes straight
+// to it, whose bad-arch action kills.
+//
+//	ld arch; arch != native -> libseccomp
+//	ld nr;   nr & x32 bit   -> libseccomp        (amd64)
+//	nr in a gap or > max    -> ERRNO(ENOSYS)     (unknown, or newer than this table)
+//	nr == N && args match   -> deny              (override rules)
+//	-> libseccomp
+func (pl *plan) prefix() ([]bpf.Instruction, error) {
+	var p []bpf.Instruction
+	var toLib []int // indexes of "ja libseccomp" to patch
+	jaLib := func() { toLib = append(toLib, len(p)); p = append(p, bpf.Jump{}) }
+
+	p = append(p, bpf.LoadAbsolute{Off: offArch, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: pl.arch.audit, SkipTrue: 1})
+	jaLib()
+	if pl.stub || pl.arch.x32 {
+		p = append(p, bpf.LoadAbsolute{Off: offNr, Size: 4})
+	}
+	if pl.arch.x32 {
+		p = append(p, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: x32Bit, SkipFalse: 1})
+		jaLib()
+	}
+	if pl.stub {
+		ret := bpf.RetConstant{Val: retErrno | enosys}
+		for _, g := range pl.gaps {
+			p = append(p, bpf.JumpIf{Cond: bpf.JumpLessThan, Val: g[0], SkipTrue: 2},
+				bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: g[1], SkipTrue: 1}, ret)
+		}
+		p = append(p, bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: pl.maxKnown, SkipFalse: 1}, ret)
+	}
+	for _, r := range pl.overrides {
+		block, err := overrideBlock(r)
+		if err != nil {
+			return nil, err
+		}
+		p = append(p, block...)
+	}
+	for _, i := range toLib {
+		p[i] = bpf.Jump{Skip: uint32(len(p) - i - 1)}
+	}
+	return p, nil
+}
+
+// overrideBlock returns "if nr == r.nr and every condition holds: return
+// r.ret", falling through otherwise. All jumps stay inside the block.
+func overrideBlock(r rule) ([]bpf.Instruction, error) {
+	// Each condition is emitted with jumps to "fail" (the block's end) as
+	// placeholders, fixed once the block's length is known.
+	type jump struct {
+		at     int
+		onTrue bool
+	}
+	var b []bpf.Instruction
+	var fails []jump
+	fail := func(cond bpf.JumpTest, val uint32, onTrue bool) {
+		fails = append(fails, jump{len(b), onTrue})
+		b = append(b, bpf.JumpIf{Cond: cond, Val: val})
+	}
+	b = append(b, bpf.LoadAbsolute{Off: offNr, Size: 4})
+	fail(bpf.JumpNotEqual, r.nr, true)
+	for _, a := range r.args {
+		lo, hi := offArgs+8*uint32(a.Index), offArgs+8*uint32(a.Index)+4
+		vlo, vhi := uint32(a.Value), uint32(a.Value>>32)
+		switch a.Op {
+		case policy.OpEq, policy.OpMaskedEq:
+		default:
+			// Only equality tests are needed to override an allow
+			// (TIOCSTI-style); the others would need 64-bit range logic
+			// that libseccomp, not this prefix, should own.
+			return nil, policy.Invalid("seccomp rule", "a conditional %s rule for a syscall another rule allows may only use eq or masked_eq (got %s)", "deny", a.Op)
+		}
+		mask := ^uint64(0)
+		if a.Op == policy.OpMaskedEq {
+			mask = a.Mask
+		}
+		for _, w := range []struct{ off, m, v uint32 }{{hi, uint32(mask >> 32), vhi}, {lo, uint32(mask), vlo}} {
+			if w.m == 0 {
+				if w.v != 0 {
+					return nil, policy.Invalid("seccomp rule", "masked_eq value has bits outside its mask")
+				}
+				continue
+			}
+			b = append(b, bpf.LoadAbsolute{Off: w.off, Size: 4})
+			if w.m != 0xffffffff {
+				b = append(b, bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: w.m})
+			}
+			fail(bpf.JumpNotEqual, w.v, true)
+		}
+	}
+	b = append(b, bpf.RetConstant{Val: r.ret})
+	for _, j := range fails {
+		ji := b[j.at].(bpf.JumpIf)
+		skip := len(b) - j.at - 1
+		if skip > 255 {
+			return nil, fmt.Errorf("seccomp: override block too long")
+		}
+		ji.SkipTrue = uint8(skip)
+		b[j.at] = ji
+	}
+	return b, nil
+}
+
+// Compile compiles p for the native architecture into a program ready to
+// load: airlock's prefix (arch and x32 checks, ENOSYS for unknown and
+// newer syscalls, denial overrides), then libseccomp's program (default
+// action, rules, binary-tree optimised, KILL_PROCESS for a bad arch).
+func Compile(p *Profile, opts Options) (Program, error) {
+	pl, err := makePlan(p, runtime.GOARCH, opts)
+	if err != nil {
+		return nil, err
+	}
+	pre, err := pl.prefix()
+	if err != nil {
+		return nil, err
+	}
+	head, err := Assemble(pre)
+	if err != nil {
+		return nil, err
+	}
+	body, err := compileNative(pl)
+	if err != nil {
+		return nil, err
+	}
+	prog := append(head, body...)
+	if len(prog) > MaxInstructions {
+		return nil, policy.Invalid("seccomp", "filter of %d instructions is over the kernel's %d", len(prog), MaxInstructions)
+	}
+	return prog, nil
+}
+
+// Disassemble renders p one instruction a line.
+func Disassemble(p Program) []string {
+	out := make([]string, len(p))
+	for i, in := range p {
+		ins := bpf.RawInstruction{Op: in.Code, Jt: in.Jt, Jf: in.Jf, K: in.K}.Disassemble()
+		out[i] = fmt.Sprintf("%4d: %v", i, ins)
+	}
+	return out
+}

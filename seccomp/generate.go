@@ -1,0 +1,3 @@
+package seccomp
+
+//go:generate go run ./internal/mksysnum
