@@ -2,18 +2,21 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/rootfs"
+	"github.com/airlock-sandbox/airlock/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,10 +39,15 @@ type Config struct {
 	InitPath string
 }
 
-// Executor runs requests in sandboxes. It holds no per-run state and is
-// safe for concurrent use by many goroutines.
+// Executor runs requests in sandboxes. It holds no per-run state (only a
+// cache of compiled seccomp filters) and is safe for concurrent use by
+// many goroutines.
 type Executor struct {
-	cfg Config
+	cfg    Config
+	notify bool // kill rules name their syscall (user notification)
+
+	mu      sync.Mutex
+	filters map[string]*seccomp.Filter // compiled, by profile hash
 }
 
 // New returns an Executor.
@@ -47,7 +55,35 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Executor{cfg: cfg}, nil
+	// Kill-by-notify needs SECCOMP_RET_USER_NOTIF in the kernel and
+	// libseccomp API 6; without it kills are KILL_PROCESS, unnamed.
+	notify := seccomp.NotifySupported() && seccomp.ActionAvailable(seccomp.RetUserNotif)
+	return &Executor{cfg: cfg, notify: notify, filters: map[string]*seccomp.Filter{}}, nil
+}
+
+// filter returns the compiled filter of a policy's seccomp part (nil for
+// profile "none"), compiling each distinct profile once.
+func (e *Executor) filter(s policy.Seccomp) (*seccomp.Filter, error) {
+	prof, err := seccomp.Resolve(s)
+	if err != nil || prof == nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%s/%v", prof.Hash(), e.notify)
+	e.mu.Lock()
+	f, ok := e.filters[key]
+	e.mu.Unlock()
+	if ok {
+		return f, nil
+	}
+	prog, err := seccomp.Compile(prof, seccomp.Options{Notify: e.notify})
+	if err != nil {
+		return nil, err
+	}
+	f = &seccomp.Filter{Profile: prof.Name, Rules: prof.RuleCount(), Program: prog, Notify: e.notify}
+	e.mu.Lock()
+	e.filters[key] = f
+	e.mu.Unlock()
+	return f, nil
 }
 
 // Request is one program to run under a policy.
@@ -103,6 +139,14 @@ func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
 		}
 		notEnforced = append(notEnforced, "cpus")
 	}
+	filter, err := e.filter(p.Seccomp)
+	if errors.Is(err, policy.ErrUnsupported) && p.BestEffort {
+		filter, err = nil, nil
+		notEnforced = append(notEnforced, "seccomp")
+	}
+	if err != nil {
+		return nsjail.Spec{}, nil, err
+	}
 	extra, err := userMounts(p)
 	if err != nil {
 		return nsjail.Spec{}, nil, err
@@ -123,6 +167,7 @@ func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
 		HostNetwork: p.Net == policy.NetHost,
 		Plan:        plan,
 		Rlimits:     rlimits(p),
+		Seccomp:     filter,
 		Timeout:     time.Duration(p.Timeout),
 		CPUTime:     time.Duration(p.CPUTime),
 		Stdin:       req.Stdin,

@@ -150,10 +150,17 @@ func runInit(status *os.File) (err error) {
 		return err
 	}
 	// Seccomp last, so that it filters the program and nothing of the
-	// setup; TSYNC puts it on every thread of the init.
-	if len(cfg.Seccomp) > 0 {
-		if err := stage("seccomp", seccomp.Load(cfg.Seccomp)); err != nil {
-			return err
+	// setup; TSYNC puts it on every thread of the init. Its listener (for
+	// kill-by-notify) goes to the parent; it is close-on-exec here.
+	if f := cfg.Seccomp; f != nil {
+		listener, err := seccomp.Load(f.Program, f.Notify)
+		if err != nil {
+			return stage("seccomp", err)
+		}
+		if f.Notify {
+			if err := stage("send listener", sendListener(listener)); err != nil {
+				return err
+			}
 		}
 	}
 	// Nothing but exec after this point.
@@ -316,11 +323,20 @@ func reportFailure(status *os.File, err error) {
 	writeStatus(status, st)
 }
 
+// sendListener passes the seccomp listener fd to the parent.
+func sendListener(fd int) error {
+	b, err := json.Marshal(initStatus{Listener: true})
+	if err != nil {
+		return err
+	}
+	return unix.Sendmsg(statusFD, b, unix.UnixRights(fd), nil, 0)
+}
+
 func writeStatus(status *os.File, st initStatus) error {
 	b, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
-	_, err = status.Write(append(b, '\n'))
+	_, err = status.Write(b)
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,9 +36,10 @@ type Sandbox struct {
 	exited  chan struct{} // closed once the init is reaped
 	waitErr error         // cmd.Wait's error, set before exited closes
 
-	mu     sync.Mutex
-	reason Status // why the supervisor killed it; "" = it did not
-	cancel error  // the context's error, when that was the reason
+	mu        sync.Mutex
+	reason    Status // why the supervisor killed it; "" = it did not
+	cancel    error  // the context's error, when that was the reason
+	violation string // the syscall a kill rule caught
 }
 
 // reasonCancelled is the kill reason when the caller's context ended; it
@@ -89,10 +91,10 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		return nil, &policy.SetupError{Stage: "pipe", Err: err}
 	}
 	defer specW.Close()
-	statusR, statusW, err := os.Pipe()
+	statusR, statusW, err := socketPair()
 	if err != nil {
 		specR.Close()
-		return nil, &policy.SetupError{Stage: "pipe", Err: err}
+		return nil, &policy.SetupError{Stage: "socketpair", Err: err}
 	}
 	defer statusR.Close()
 
@@ -205,24 +207,39 @@ func (s *Sandbox) watch(ctx context.Context) {
 	}
 }
 
-// awaitExec reads the init's status pipe until EOF.
+// awaitExec reads the init's status socket until EOF.
 func (s *Sandbox) awaitExec(statusR *os.File) error {
-	dec := json.NewDecoder(statusR)
 	ready := false
+	buf, oob := make([]byte, 64<<10), make([]byte, unix.CmsgSpace(4))
 	for {
-		var st initStatus
-		if err := dec.Decode(&st); err != nil {
+		n, oobn, _, _, err := unix.Recvmsg(int(statusR.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
 			break // EOF: exec'd, or the init died
+		}
+		var st initStatus
+		if err := json.Unmarshal(buf[:n], &st); err != nil {
+			return &policy.SetupError{Stage: "status", Err: fmt.Errorf("bad message from init: %w", err)}
+		}
+		if st.Listener {
+			fd, err := listenerFD(oob[:oobn])
+			if err != nil {
+				return &policy.SetupError{Stage: "seccomp listener", Err: err}
+			}
+			go s.watchNotify(fd)
+			continue
 		}
 		if st.Ready {
 			ready = true
 			continue
 		}
-		var err error = errors.New(st.Msg)
+		cause := errors.New(st.Msg)
 		if st.Errno != 0 {
-			err = fmt.Errorf("%s: %w", st.Msg, syscall.Errno(st.Errno))
+			cause = fmt.Errorf("%s: %w", st.Msg, syscall.Errno(st.Errno))
 		}
-		return &policy.SetupError{Stage: st.Stage, Err: err}
+		return &policy.SetupError{Stage: st.Stage, Err: cause}
 	}
 	if !ready {
 		<-s.exited
@@ -235,6 +252,41 @@ func (s *Sandbox) awaitExec(statusR *os.File) error {
 		return &policy.SetupError{Stage: "init", Err: fmt.Errorf("init died during setup: %v", s.cmd.ProcessState)}
 	}
 	return nil
+}
+
+// watchNotify kills the sandbox when its seccomp filter reports a kill
+// rule's syscall (SECCOMP_RET_USER_NOTIF), and records the syscall. The
+// notifying task stays blocked in the syscall until the kill.
+func (s *Sandbox) watchNotify(fd int) {
+	defer unix.Close(fd)
+	for {
+		// The listener reports POLLHUP once no task uses the filter
+		// (Linux 5.8); the timeout covers older kernels.
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 1000)
+		select {
+		case <-s.exited:
+			return
+		default:
+		}
+		if err != nil || n == 0 || fds[0].Revents&unix.POLLIN == 0 {
+			if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+				return
+			}
+			continue
+		}
+		nr, _, err := seccomp.ReceiveNotification(fd)
+		if err != nil {
+			continue // e.g. ENOENT: the task died before we read it
+		}
+		s.mu.Lock()
+		if s.violation == "" {
+			s.violation = seccomp.SyscallName(nr)
+		}
+		s.mu.Unlock()
+		s.kill(StatusSeccompViolation)
+		return
+	}
 }
 
 // Pid returns the host pid of the sandbox's init (its pid 1).
@@ -275,7 +327,7 @@ func (s *Sandbox) Wait() (*Result, error) {
 	<-s.exited
 	wall := time.Since(s.start)
 	s.mu.Lock()
-	cancelled, reason := s.cancel, s.reason
+	cancelled, reason, violation := s.cancel, s.reason, s.violation
 	s.mu.Unlock()
 	if reason == reasonCancelled {
 		return nil, fmt.Errorf("nsjail: run cancelled: %w", cancelled)
@@ -297,6 +349,9 @@ func (s *Sandbox) Wait() (*Result, error) {
 	}
 	ws := st.Sys().(syscall.WaitStatus)
 	res.Status, res.ExitCode = classify(ws, reason, res.CPUTimeMS, s.spec.CPUTime)
+	if res.Status == StatusSeccompViolation {
+		res.SeccompSyscall = violation
+	}
 	if ws.Signaled() {
 		res.Signal = unix.SignalName(ws.Signal())
 	}
@@ -308,16 +363,24 @@ func (s *Sandbox) Wait() (*Result, error) {
 // Status and exit code (0 when killed).
 func classify(ws syscall.WaitStatus, reason Status, cpuMS int64, cpuLimit time.Duration) (Status, int) {
 	switch {
-	case reason == StatusTimeout || reason == StatusOutputLimit:
+	case reason == StatusTimeout || reason == StatusOutputLimit || reason == StatusSeccompViolation:
 		return reason, 0
 	case ws.Exited() && ws.ExitStatus() == 0:
 		return StatusOK, 0
 	case ws.Exited():
 		return StatusExited, ws.ExitStatus()
+	case ws.Signal() == syscall.SIGSYS:
+		// The program is pid 1 of its namespace: nothing inside can kill
+		// it with SIGSYS, only the filter's KILL_PROCESS (a non-native
+		// syscall ABI, or a kill rule without a listener).
+		return StatusSeccompViolation, 0
 	case ws.Signal() == syscall.SIGXCPU:
 		return StatusTimeout, 0
-	case ws.Signal() == syscall.SIGKILL && cpuLimit > 0 && time.Duration(cpuMS)*time.Millisecond >= cpuLimit:
-		// RLIMIT_CPU's hard limit is a SIGKILL from the kernel.
+	case ws.Signal() == syscall.SIGKILL && cpuLimit > 0 &&
+		time.Duration(cpuMS)*time.Millisecond >= cpuLimit-max(cpuLimit/20, 100*time.Millisecond):
+		// RLIMIT_CPU's hard limit is a SIGKILL from the kernel (nothing
+		// inside the pid namespace can SIGKILL its pid 1); rusage may
+		// report a little less than the tick-accounted limit.
 		return StatusTimeout, 0
 	}
 	return StatusSignaled, 0
@@ -384,8 +447,8 @@ func enforcedFor(spec *Spec) Enforced {
 	if spec.Timeout > 0 {
 		e.Timeout = spec.Timeout.String()
 	}
-	if len(spec.Seccomp) > 0 {
-		e.Seccomp = fmt.Sprintf("bpf (%d instructions)", len(spec.Seccomp))
+	if f := spec.Seccomp; f != nil {
+		e.Seccomp, e.SeccompRules, e.SeccompInstructions = f.Profile, f.Rules, len(f.Program)
 	}
 	if len(spec.Rlimits) > 0 {
 		e.Rlimits = map[string]uint64{}
@@ -419,6 +482,32 @@ func RlimitName(resource int) string {
 		return "memlock"
 	}
 	return fmt.Sprintf("rlimit%d", resource)
+}
+
+// socketPair returns the two ends of a SOCK_SEQPACKET unix socket pair,
+// both close-on-exec (ExtraFiles clears it for the child's copy).
+func socketPair() (*os.File, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "status"), os.NewFile(uintptr(fds[1]), "status-init"), nil
+}
+
+// listenerFD extracts the one fd of an SCM_RIGHTS control message.
+func listenerFD(oob []byte) (int, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil || len(msgs) != 1 {
+		return -1, fmt.Errorf("no fd in the listener message: %v", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return -1, fmt.Errorf("want one fd in the listener message: %v", err)
+	}
+	return fds[0], nil
 }
 
 func or(s, def string) string {

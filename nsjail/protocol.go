@@ -17,11 +17,15 @@ import (
 //	                                             setup steps, in order
 //	fd 4: read until EOF                <-----  {"ready":true} after the last setup step
 //	                                     <-----  on failure: {"stage","errno","msg"}, exit
-//	                                             seccomp, execve: fd 4 is close-on-exec,
-//	                                             so EOF after "ready" means exec'd
+//	                                             load seccomp
+//	                                     <-----  {"listener":true} + the listener fd
+//	                                             (SCM_RIGHTS; only with kill-by-notify)
+//	                                             execve: fd 4 is close-on-exec, so EOF
+//	                                             after "ready" means exec'd
 //
-// EOF on fd 4 without "ready" means the init died during setup; "ready"
-// followed by an error means execve failed.
+// fd 4 is a SOCK_SEQPACKET socket: one message a packet, and it can carry
+// the seccomp listener fd. EOF without "ready" means the init died during
+// setup; "ready" followed by an error means seccomp or execve failed.
 const (
 	// initEnv marks a process as an airlock init. It is the only
 	// variable the init is started with (besides GOMAXPROCS).
@@ -44,13 +48,14 @@ type initConfig struct {
 	Plan     rootfs.Plan     `json:"plan"`
 	Staging  string          `json:"staging"`
 	Rlimits  []Rlimit        `json:"rlimits"`
-	Seccomp  seccomp.Program `json:"seccomp,omitempty"`
+	Seccomp  *seccomp.Filter `json:"seccomp,omitempty"`
 }
 
 // initStatus is one message from the init on fd 4.
 type initStatus struct {
-	Ready bool   `json:"ready,omitempty"`
-	Stage string `json:"stage,omitempty"`
-	Errno int    `json:"errno,omitempty"`
-	Msg   string `json:"msg,omitempty"`
+	Ready    bool   `json:"ready,omitempty"`
+	Listener bool   `json:"listener,omitempty"`
+	Stage    string `json:"stage,omitempty"`
+	Errno    int    `json:"errno,omitempty"`
+	Msg      string `json:"msg,omitempty"`
 }

@@ -48,8 +48,11 @@ type Enforced struct {
 	Limits string `json:"limits"`
 	// Rlimits are the resource limits set on the program, by name.
 	Rlimits map[string]uint64 `json:"rlimits,omitempty"`
-	// Seccomp is "none" or the filter that was loaded.
-	Seccomp string `json:"seccomp"`
+	// Seccomp is "none" or the profile whose filter was loaded, with its
+	// number of (syscall, rule) pairs and BPF instructions.
+	Seccomp             string `json:"seccomp"`
+	SeccompRules        int    `json:"seccomp_rules,omitempty"`
+	SeccompInstructions int    `json:"seccomp_instructions,omitempty"`
 	// Capabilities left in any set: "none".
 	Capabilities string `json:"capabilities"`
 	// NoNewPrivs is true when no_new_privs was set.

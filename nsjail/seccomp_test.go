@@ -39,7 +39,7 @@ func TestSeccompProgramLoaded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec.Seccomp = denyUname(t)
+	spec.Seccomp = &seccomp.Filter{Profile: "test", Rules: 1, Program: denyUname(t)}
 	res, err := nsjail.Run(t.Context(), spec)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestSeccompProgramLoaded(t *testing.T) {
 			t.Errorf("a task is not filtered: %q", l)
 		}
 	}
-	if res.Enforced.Seccomp != "bpf (7 instructions)" {
+	if res.Enforced.Seccomp != "test" || res.Enforced.SeccompInstructions != 7 {
 		t.Errorf("enforced.seccomp = %q", res.Enforced.Seccomp)
 	}
 }

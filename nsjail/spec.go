@@ -30,9 +30,9 @@ type Spec struct {
 	Plan rootfs.Plan
 	// Rlimits are set on the program (they are inherited by its children).
 	Rlimits []Rlimit
-	// Seccomp is a filter loaded on the program, as the init's last step
-	// before exec. nil = no filter.
-	Seccomp seccomp.Program
+	// Seccomp is the filter loaded on the program, as the init's last
+	// step before exec. nil = no filter.
+	Seccomp *seccomp.Filter
 	// HostUID and HostGID are the host ids the sandbox's root maps to
 	// when the supervisor runs as real root. 0 = 65534 (nobody); host id 0
 	// is never used. A rootless supervisor always maps its own ids.
@@ -75,8 +75,8 @@ func (s *Spec) validate() error {
 		return policy.Invalid("output limit", "must not be negative")
 	case s.HostUID < 0 || s.HostGID < 0:
 		return policy.Invalid("host uid/gid", "must not be negative")
-	case len(s.Seccomp) > seccomp.MaxInstructions:
-		return policy.Invalid("seccomp", "filter of %d instructions is over the kernel's %d", len(s.Seccomp), seccomp.MaxInstructions)
+	case s.Seccomp != nil && (len(s.Seccomp.Program) == 0 || len(s.Seccomp.Program) > seccomp.MaxInstructions):
+		return policy.Invalid("seccomp", "filter of %d instructions (want 1..%d)", len(s.Seccomp.Program), seccomp.MaxInstructions)
 	case len(s.Plan.Ops) == 0:
 		return policy.Invalid("plan", "empty filesystem plan")
 	}

@@ -29,3 +29,17 @@ func Assemble(insns []bpf.Instruction) (Program, error) {
 	}
 	return p, nil
 }
+
+// Filter is a compiled filter and what it came from, as the jail needs it.
+type Filter struct {
+	// Profile names the profile ("default", a file path).
+	Profile string `json:"profile"`
+	// Rules is the profile's number of (syscall, rule) pairs.
+	Rules int `json:"rules"`
+	// Program is the BPF to load.
+	Program Program `json:"program"`
+	// Notify says kill actions are SECCOMP_RET_USER_NOTIF: the loader asks
+	// for a listener and the supervisor kills on a notification, naming
+	// the syscall.
+	Notify bool `json:"notify"`
+}
