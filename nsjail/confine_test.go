@@ -308,7 +308,7 @@ func TestInvalidRequestsAreErrInvalid(t *testing.T) {
 
 // worldReadableTempDir returns a temp dir the sandbox's mapped uid can
 // enter (as root, the sandbox runs as host uid 65534).
-func worldReadableTempDir(t *testing.T) string {
+func worldReadableTempDir(t testing.TB) string {
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -274,7 +274,10 @@ func dropCapabilities() error {
 // lookPath finds file in the PATH of env, inside the new root.
 func lookPath(file string, env []string) (string, error) {
 	if strings.Contains(file, "/") {
-		return file, executable(file)
+		if err := executable(file); err != nil {
+			return "", fmt.Errorf("%s: %w", file, err)
+		}
+		return file, nil
 	}
 	pathEnv := "/usr/local/bin:/usr/bin:/bin"
 	for _, kv := range env {

@@ -235,11 +235,7 @@ func (s *Sandbox) awaitExec(statusR *os.File) error {
 			ready = true
 			continue
 		}
-		cause := errors.New(st.Msg)
-		if st.Errno != 0 {
-			cause = fmt.Errorf("%s: %w", st.Msg, syscall.Errno(st.Errno))
-		}
-		return &policy.SetupError{Stage: st.Stage, Err: cause}
+		return &policy.SetupError{Stage: st.Stage, Err: &initError{msg: st.Msg, errno: syscall.Errno(st.Errno)}}
 	}
 	if !ready {
 		<-s.exited
@@ -482,6 +478,22 @@ func RlimitName(resource int) string {
 		return "memlock"
 	}
 	return fmt.Sprintf("rlimit%d", resource)
+}
+
+// initError is a failure the init reported: its message, and its errno
+// (0 when none) for errors.Is.
+type initError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e *initError) Error() string { return e.msg }
+
+func (e *initError) Unwrap() error {
+	if e.errno == 0 {
+		return nil
+	}
+	return e.errno
 }
 
 // socketPair returns the two ends of a SOCK_SEQPACKET unix socket pair,

@@ -11,7 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// StepError is a failed step of Apply.
+// StepError is a failed step of Apply. Its text has no package prefix:
+// the init reports it under the stage "rootfs".
 type StepError struct {
 	Step   string // "bind", "tmpfs", "pivot_root", ...
 	Target string
@@ -20,9 +21,9 @@ type StepError struct {
 
 func (e *StepError) Error() string {
 	if e.Target == "" {
-		return "rootfs: " + e.Step + ": " + e.Err.Error()
+		return e.Step + ": " + e.Err.Error()
 	}
-	return "rootfs: " + e.Step + " " + e.Target + ": " + e.Err.Error()
+	return e.Step + " " + e.Target + ": " + e.Err.Error()
 }
 
 func (e *StepError) Unwrap() error { return e.Err }

@@ -337,6 +337,26 @@ func Disassemble(p Program) []string {
 	for i, in := range p {
 		ins := bpf.RawInstruction{Op: in.Code, Jt: in.Jt, Jf: in.Jf, K: in.K}.Disassemble()
 		out[i] = fmt.Sprintf("%4d: %v", i, ins)
+		if r, ok := ins.(bpf.RetConstant); ok {
+			out[i] += "\t; " + retName(r.Val)
+		}
 	}
 	return out
+}
+
+// retName names a seccomp return value.
+func retName(ret uint32) string {
+	switch {
+	case ret == retAllow:
+		return "ALLOW"
+	case ret == retLog:
+		return "LOG"
+	case ret == retKillProcess:
+		return "KILL_PROCESS"
+	case ret == retUserNotif:
+		return "USER_NOTIF (kill)"
+	case ret&0xffff0000 == retErrno:
+		return fmt.Sprintf("ERRNO(%d)", ret&0xffff)
+	}
+	return fmt.Sprintf("%#x", ret)
 }

@@ -22,6 +22,8 @@ const usage = `usage: airlock COMMAND [flags]
 
 commands:
   run [flags] -- PROGRAM [ARGS...]   run a program in a sandbox
+  policy show|validate|compile [NAME|FILE]
+                                     inspect a policy and its seccomp filter
   help                               this text
 
 Run 'airlock run -h' for the flags.
@@ -36,6 +38,8 @@ func cli(args []string) int {
 	switch args[0] {
 	case "run":
 		return runCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+	case "policy":
+		return policyCmd(args[1:], os.Stdout, os.Stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(os.Stdout, usage)
 		return 0
