@@ -37,6 +37,11 @@ type Config struct {
 	// InitPath is the binary re-executed as the sandbox init; it must call
 	// nsjail.Init first thing in main. "" = /proc/self/exe.
 	InitPath string
+	// SeccompCacheDir, if set, keeps compiled seccomp filters on disk
+	// between processes (a CLI compiles its filter once, not per run). It
+	// is used only while it and its files belong to this user and are not
+	// writable by others. "" = in-memory caching only.
+	SeccompCacheDir string
 }
 
 // Executor runs requests in sandboxes. It holds no per-run state (only a
@@ -44,7 +49,8 @@ type Config struct {
 // many goroutines.
 type Executor struct {
 	cfg    Config
-	notify bool // kill rules name their syscall (user notification)
+	notify bool   // kill rules name their syscall (user notification)
+	self   string // identity of this binary, for the on-disk cache
 
 	mu      sync.Mutex
 	filters map[string]*seccomp.Filter // compiled, by profile hash
@@ -58,28 +64,42 @@ func New(cfg Config) (*Executor, error) {
 	// Kill-by-notify needs SECCOMP_RET_USER_NOTIF in the kernel and
 	// libseccomp API 6; without it kills are KILL_PROCESS, unnamed.
 	notify := seccomp.NotifySupported() && seccomp.ActionAvailable(seccomp.RetUserNotif)
-	return &Executor{cfg: cfg, notify: notify, filters: map[string]*seccomp.Filter{}}, nil
+	e := &Executor{cfg: cfg, notify: notify, filters: map[string]*seccomp.Filter{}}
+	if cfg.SeccompCacheDir != "" {
+		e.self = selfID()
+	}
+	return e, nil
 }
 
 // filter returns the compiled filter of a policy's seccomp part (nil for
-// profile "none"), compiling each distinct profile once.
+// profile "none"), compiling each distinct one once: cached in memory and,
+// if configured, on disk.
 func (e *Executor) filter(s policy.Seccomp) (*seccomp.Filter, error) {
-	prof, err := seccomp.Resolve(s)
-	if err != nil || prof == nil {
+	if s.Profile == "none" {
+		return nil, nil
+	}
+	key, err := e.filterKey(s)
+	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%s/%v", prof.Hash(), e.notify)
 	e.mu.Lock()
 	f, ok := e.filters[key]
 	e.mu.Unlock()
 	if ok {
 		return f, nil
 	}
-	prog, err := seccomp.Compile(prof, seccomp.Options{Notify: e.notify})
-	if err != nil {
-		return nil, err
+	if f, ok = e.loadCached(key); !ok {
+		prof, err := seccomp.Resolve(s)
+		if err != nil {
+			return nil, err
+		}
+		prog, err := seccomp.Compile(prof, seccomp.Options{Notify: e.notify})
+		if err != nil {
+			return nil, err
+		}
+		f = &seccomp.Filter{Profile: prof.Name, Rules: prof.RuleCount(), Program: prog, Notify: e.notify}
+		e.storeCached(key, f)
 	}
-	f = &seccomp.Filter{Profile: prof.Name, Rules: prof.RuleCount(), Program: prog, Notify: e.notify}
 	e.mu.Lock()
 	e.filters[key] = f
 	e.mu.Unlock()

@@ -1,6 +1,12 @@
 package seccomp
 
-import "golang.org/x/net/bpf"
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"golang.org/x/net/bpf"
+)
 
 // Instruction is one classic BPF instruction, laid out like the kernel's
 // struct sock_filter.
@@ -42,4 +48,33 @@ type Filter struct {
 	// for a listener and the supervisor kills on a notification, naming
 	// the syscall.
 	Notify bool `json:"notify"`
+}
+
+// MarshalJSON encodes the program compactly: base64 of the raw
+// struct sock_filter records (little-endian), as the kernel takes them.
+func (p Program) MarshalJSON() ([]byte, error) {
+	raw := make([]byte, 8*len(p))
+	for i, in := range p {
+		binary.LittleEndian.PutUint16(raw[8*i:], in.Code)
+		raw[8*i+2], raw[8*i+3] = in.Jt, in.Jf
+		binary.LittleEndian.PutUint32(raw[8*i+4:], in.K)
+	}
+	return json.Marshal(raw)
+}
+
+// UnmarshalJSON decodes MarshalJSON's form.
+func (p *Program) UnmarshalJSON(b []byte) error {
+	var raw []byte
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if len(raw)%8 != 0 {
+		return fmt.Errorf("seccomp: program of %d bytes is not whole instructions", len(raw))
+	}
+	*p = make(Program, len(raw)/8)
+	for i := range *p {
+		r := raw[8*i:]
+		(*p)[i] = Instruction{Code: binary.LittleEndian.Uint16(r), Jt: r[2], Jf: r[3], K: binary.LittleEndian.Uint32(r[4:])}
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -178,7 +179,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if !f.json {
 		req.Stdout, req.Stderr = stdout, stderr
 	}
-	ex, err := executor.New(executor.Config{})
+	ex, err := executor.New(executor.Config{SeccompCacheDir: cacheDir()})
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return exitSetup
@@ -197,6 +198,15 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return setupExitCode(err)
 	}
 	return exitCode(res)
+}
+
+// cacheDir is where the CLI keeps compiled seccomp filters:
+// $XDG_CACHE_HOME/airlock or ~/.cache/airlock ("" = none).
+func cacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "airlock")
+	}
+	return ""
 }
 
 // exitCode maps a result to airlock's exit code: the program's own code,
