@@ -1,16 +1,33 @@
-// Package cgroups is airlock's interface to Linux control groups, over
-// github.com/containerd/cgroups/v3.
+// Package cgroups makes, measures, kills and removes the per-run cgroup of
+// a sandbox, on cgroup v2 and v1.
 //
-// # What it does today
+// # Where
 //
-// HostMode tells how the host mounts cgroups (unified v2, hybrid, legacy
-// v1, or none). airlock uses it to explain why a control that needs a
-// cgroup (a CPU rate limit) cannot be enforced.
+// Find discovers a parent under which this process may make cgroups: on
+// v2, its own cgroup when writable and delegated with the memory, cpu and
+// pids controllers (moving itself into a leaf, airlock-supervisor, when
+// the "no internal processes" rule requires it), or a configured one; on
+// v1, its own cgroup in the memory, cpu, cpuacct, pids and freezer
+// hierarchies, which takes root. When none is usable the error is a
+// policy.UnsupportedError naming the fix.
 //
-// # What it does not do yet
+// # Per run
 //
-// It does not yet create per-run cgroups: until it does, airlock bounds
-// memory, tasks and CPU time with rlimits, reports "limits": "rlimit" in
-// every result, and refuses (fails closed) a control that only a cgroup
-// can enforce, such as --cpus, unless the policy is best_effort.
+// Parent.New makes a group with an unguessable name carrying the
+// supervisor's pid and start time, with memory (no swap; on v2
+// memory.oom.group so an OOM kill takes the whole sandbox), CPU bandwidth
+// and task limits. The jail places its init in it before any program code
+// runs (CLONE_INTO_CGROUP on v2). After the run Stats reads peak memory,
+// CPU time and OOM kills; Kill uses cgroup.kill (v2) or freeze, SIGKILL,
+// thaw (v1); Delete waits for the group to empty and removes it.
+// ReapStale removes the groups of supervisors that died mid-run.
+//
+// # Dependencies
+//
+// Mode detection and /proc/self/cgroup parsing come from
+// github.com/containerd/cgroups/v3. The file operations are written here
+// rather than through its cgroup1 and cgroup2 managers: importing those
+// links protobuf, cilium/ebpf, dbus and logrus (a 10 MB binary) and costs
+// about 2 ms at every process start on the CI machine, and airlock's init
+// is a re-exec of the same binary, so it would pay that twice per run.
 package cgroups

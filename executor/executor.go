@@ -3,12 +3,12 @@ package executor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +37,11 @@ type Config struct {
 	// InitPath is the binary re-executed as the sandbox init; it must call
 	// nsjail.Init first thing in main. "" = /proc/self/exe.
 	InitPath string
+	// CgroupParent is the cgroup (a path as in /proc/self/cgroup) under
+	// which per-run cgroups are made. "" = discovered: this process's own
+	// cgroup, delegated on v2 (the process may move itself into a leaf,
+	// <own>/airlock-supervisor), or its own v1 cgroups as root.
+	CgroupParent string
 	// SeccompCacheDir, if set, keeps compiled seccomp filters on disk
 	// between processes (a CLI compiles its filter once, not per run). It
 	// is used only while it and its files belong to this user and are not
@@ -51,6 +56,9 @@ type Executor struct {
 	cfg    Config
 	notify bool   // kill rules name their syscall (user notification)
 	self   string // identity of this binary, for the on-disk cache
+
+	cgroups *cgroups.Parent // where per-run cgroups go; nil = none usable
+	cgErr   error           // why not, when cgroups is nil
 
 	mu      sync.Mutex
 	filters map[string]*seccomp.Filter // compiled, by profile hash
@@ -67,6 +75,13 @@ func New(cfg Config) (*Executor, error) {
 	e := &Executor{cfg: cfg, notify: notify, filters: map[string]*seccomp.Filter{}}
 	if cfg.SeccompCacheDir != "" {
 		e.self = selfID()
+	}
+	e.cgroups, e.cgErr = cgroups.Find(cfg.CgroupParent)
+	if e.cgroups != nil {
+		// Groups left by a supervisor that died mid-run (SIGKILL) go now.
+		if n, err := e.cgroups.ReapStale(); n > 0 || err != nil {
+			cfg.Logger.Info("reaped stale cgroups", slog.Int("count", n), slog.Any("error", err))
+		}
 	}
 	return e, nil
 }
@@ -130,6 +145,16 @@ func (e *Executor) Execute(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if spec.CgroupLimits != nil {
+		g, err := e.cgroups.New(*spec.CgroupLimits)
+		if err != nil {
+			return nil, &policy.SetupError{Stage: "cgroup", Err: err}
+		}
+		// Removed after every run, killed or not; a supervisor killed
+		// before this runs leaves it to the next one's ReapStale.
+		defer g.Delete()
+		spec.Cgroup = g
+	}
 	res, err := nsjail.Run(ctx, spec)
 	if res != nil {
 		res.Enforced.NotEnforced = notEnforced
@@ -148,16 +173,9 @@ func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
 	if len(req.Args) == 0 || req.Args[0] == "" {
 		return nsjail.Spec{}, nil, policy.Invalid("args", "no program given")
 	}
-	var notEnforced []string
-	if p.CPUs > 0 {
-		if !p.BestEffort {
-			return nsjail.Spec{}, nil, &policy.UnsupportedError{
-				Control: "cpus",
-				Reason:  fmt.Sprintf("a CPU rate limit needs a cgroup, and airlock does not create per-run cgroups yet (host cgroup mode: %s)", cgroups.HostMode()),
-				Fix:     "drop --cpus, bound CPU time with --cpu-time, or pass --best-effort",
-			}
-		}
-		notEnforced = append(notEnforced, "cpus")
+	limits, rl, notEnforced, err := e.limits(p)
+	if err != nil {
+		return nsjail.Spec{}, nil, err
 	}
 	filter, err := e.filter(p.Seccomp)
 	if errors.Is(err, policy.ErrUnsupported) && p.BestEffort {
@@ -176,42 +194,79 @@ func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
 			return nsjail.Spec{}, nil, err
 		}
 	}
-	plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, TmpfsSize: int64(p.Memory), Extra: extra})
+	plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, TmpfsSize: p.MemoryLimit(), Extra: extra})
 	if err != nil {
 		return nsjail.Spec{}, nil, policy.Invalid("mounts", "%v", err)
 	}
 	spec := nsjail.Spec{
-		Args:        req.Args,
-		Env:         environment(p),
-		Dir:         p.Chdir,
-		HostNetwork: p.Net == policy.NetHost,
-		Plan:        plan,
-		Rlimits:     rlimits(p),
-		Seccomp:     filter,
-		Timeout:     time.Duration(p.Timeout),
-		CPUTime:     time.Duration(p.CPUTime),
-		Stdin:       req.Stdin,
-		Stdout:      req.Stdout,
-		Stderr:      req.Stderr,
-		OutputLimit: int64(p.MaxOutput),
-		InitPath:    e.cfg.InitPath,
-		Logger:      e.cfg.Logger,
+		Args:         req.Args,
+		Env:          environment(p),
+		Dir:          p.Chdir,
+		HostNetwork:  p.Net == policy.NetHost,
+		Plan:         plan,
+		Rlimits:      rl,
+		CgroupLimits: limits,
+		Seccomp:      filter,
+		Timeout:      time.Duration(p.Timeout),
+		CPUTime:      time.Duration(p.CPUTime),
+		Stdin:        req.Stdin,
+		Stdout:       req.Stdout,
+		Stderr:       req.Stderr,
+		OutputLimit:  int64(p.MaxOutput),
+		InitPath:     e.cfg.InitPath,
+		Logger:       e.cfg.Logger,
 	}
 	return spec, notEnforced, nil
 }
 
-// rlimits are the limits the program runs under. Without cgroups, memory
-// is bounded per process by RLIMIT_DATA (RLIMIT_AS would break runtimes
-// that reserve large address ranges, like V8) and tasks by RLIMIT_NPROC,
-// which the kernel counts per uid in the sandbox's own user namespace.
+// limits decides how memory, tasks and CPU are bounded. With a usable
+// cgroup: by the cgroup. Without one, the defaults fall back to rlimits
+// (reported as such), but a limit the policy asked for explicitly is
+// refused, naming the fix, unless the policy is best_effort; then it too
+// falls back to rlimits, and a CPU rate (which no rlimit can express) is
+// listed as not enforced.
+func (e *Executor) limits(p policy.Policy) (*cgroups.Limits, []nsjail.Rlimit, []string, error) {
+	rl := rlimits(p)
+	if e.cgroups != nil {
+		return &cgroups.Limits{Memory: p.MemoryLimit(), Pids: p.PidsLimit(), CPUs: p.CPUs}, rl, nil, nil
+	}
+	var asked []string
+	for _, c := range []struct {
+		name string
+		set  bool
+	}{{"memory", p.Memory != 0}, {"pids", p.Pids != 0}, {"cpus", p.CPUs > 0}} {
+		if c.set {
+			asked = append(asked, c.name)
+		}
+	}
+	if len(asked) > 0 && !p.BestEffort {
+		u := &policy.UnsupportedError{Control: strings.Join(asked, ", ") + " limit (needs a cgroup)", Reason: e.cgErr.Error()}
+		var cu *policy.UnsupportedError
+		if errors.As(e.cgErr, &cu) {
+			u.Reason, u.Fix = cu.Reason, cu.Fix+"; or pass --best-effort to accept per-process rlimits"
+		}
+		return nil, nil, nil, u
+	}
+	var notEnforced []string
+	if p.CPUs > 0 {
+		notEnforced = append(notEnforced, "cpus")
+	}
+	// Memory per process by RLIMIT_DATA (RLIMIT_AS would break runtimes
+	// that reserve large address ranges, like V8), tasks by RLIMIT_NPROC,
+	// which the kernel counts per uid in the sandbox's own user namespace.
+	rl = append(rl,
+		nsjail.Rlimit{Resource: unix.RLIMIT_NPROC, Cur: uint64(p.PidsLimit()), Max: uint64(p.PidsLimit())},
+		nsjail.Rlimit{Resource: unix.RLIMIT_DATA, Cur: uint64(p.MemoryLimit()), Max: uint64(p.MemoryLimit())})
+	return nil, rl, notEnforced, nil
+}
+
+// rlimits are the limits every program runs under, cgroup or not.
 func rlimits(p policy.Policy) []nsjail.Rlimit {
 	same := func(res int, v uint64) nsjail.Rlimit { return nsjail.Rlimit{Resource: res, Cur: v, Max: v} }
 	rl := []nsjail.Rlimit{
 		same(unix.RLIMIT_NOFILE, uint64(p.OpenFiles)),
 		same(unix.RLIMIT_CORE, 0),
 		same(unix.RLIMIT_FSIZE, uint64(p.FileSize)),
-		same(unix.RLIMIT_NPROC, uint64(p.Pids)),
-		same(unix.RLIMIT_DATA, uint64(p.Memory)),
 	}
 	if p.CPUTime > 0 {
 		// Whole seconds, rounded up. Soft = hard: the kernel's SIGXCPU at
@@ -256,7 +311,7 @@ func userMounts(p policy.Policy) ([]rootfs.Op, error) {
 		case policy.MountTmpfs:
 			size := int64(m.Size)
 			if size == 0 {
-				size = int64(p.Memory)
+				size = p.MemoryLimit()
 			}
 			ops = append(ops, rootfs.Op{Kind: rootfs.KindTmpfs, Target: m.Target, Options: rootfs.TmpfsOptions(size)})
 		}

@@ -98,11 +98,23 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	}
 	defer statusR.Close()
 
-	s.cmd = s.command(specR, statusW)
-	started := make(chan error, 1)
+	// On cgroup v2 the init is born in its cgroup (CLONE_INTO_CGROUP), so
+	// not even its own setup escapes the limits. Where clone3 is refused
+	// (old kernels, an outer seccomp), it is placed before the spec is sent.
+	cgfd := -1
+	if spec.Cgroup != nil {
+		cgfd = spec.Cgroup.DirFD()
+	}
+	placed := cgfd >= 0
 	s.start = time.Now()
-	go s.supervise(started)
-	err = <-started
+	err = s.startInit(specR, statusW, cgfd)
+	if placed && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
+		placed = false
+		err = s.startInit(specR, statusW, -1)
+	}
+	if cgfd >= 0 {
+		unix.Close(cgfd)
+	}
 	// The init holds its own copies now (or never will).
 	specR.Close()
 	statusW.Close()
@@ -112,7 +124,15 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	go s.watch(ctx)
 	s.log.Debug("sandbox started", slog.Int("pid", s.cmd.Process.Pid))
 
-	// [later: cgroup placement goes here, before the spec is sent]
+	// The init waits for its spec: placing it now is before any program
+	// code runs.
+	if spec.Cgroup != nil && !placed {
+		if err := spec.Cgroup.Add(s.cmd.Process.Pid); err != nil {
+			s.Kill()
+			<-s.exited
+			return nil, &policy.SetupError{Stage: "cgroup placement", Err: err}
+		}
+	}
 	if err := json.NewEncoder(specW).Encode(cfg); err != nil {
 		s.Kill()
 		<-s.exited
@@ -125,6 +145,18 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// startInit starts the init on its supervising thread (see supervise).
+func (s *Sandbox) startInit(specR, statusW *os.File, cgroupFD int) error {
+	s.cmd = s.command(specR, statusW)
+	if cgroupFD >= 0 {
+		s.cmd.SysProcAttr.UseCgroupFD, s.cmd.SysProcAttr.CgroupFD = true, cgroupFD
+	}
+	s.exited = make(chan struct{})
+	started := make(chan error, 1)
+	go s.supervise(started)
+	return <-started
 }
 
 // command builds the init's exec.Cmd: fresh namespaces from birth (every
@@ -187,25 +219,45 @@ func (s *Sandbox) supervise(started chan<- error) {
 	close(s.exited)
 }
 
-// watch enforces the wall-clock timeout and ctx cancellation.
+// watch enforces the wall-clock timeout, ctx cancellation and, with a
+// cgroup, the CPU-time budget on the total of every task (RLIMIT_CPU only
+// sees one process at a time).
 func (s *Sandbox) watch(ctx context.Context) {
-	var timeout <-chan time.Time
+	var timeout, cpuTick <-chan time.Time
 	if s.spec.Timeout > 0 {
 		t := time.NewTimer(s.spec.Timeout - time.Since(s.start))
 		defer t.Stop()
 		timeout = t.C
 	}
-	select {
-	case <-s.exited:
-	case <-timeout:
-		s.kill(StatusTimeout)
-	case <-ctx.Done():
-		s.mu.Lock()
-		s.cancel = ctx.Err()
-		s.mu.Unlock()
-		s.kill(reasonCancelled)
+	if s.spec.CPUTime > 0 && s.spec.Cgroup != nil {
+		t := time.NewTicker(cpuPoll)
+		defer t.Stop()
+		cpuTick = t.C
+	}
+	for {
+		select {
+		case <-s.exited:
+			return
+		case <-timeout:
+			s.kill(StatusTimeout)
+			return
+		case <-cpuTick:
+			if st, err := s.spec.Cgroup.Stats(); err == nil && st.CPU >= s.spec.CPUTime {
+				s.kill(StatusTimeout)
+				return
+			}
+		case <-ctx.Done():
+			s.mu.Lock()
+			s.cancel = ctx.Err()
+			s.mu.Unlock()
+			s.kill(reasonCancelled)
+			return
+		}
 	}
 }
+
+// cpuPoll is how often the cgroup's CPU time is checked against CPUTime.
+const cpuPoll = 50 * time.Millisecond
 
 // awaitExec reads the init's status socket until EOF.
 func (s *Sandbox) awaitExec(statusR *os.File) error {
@@ -345,6 +397,22 @@ func (s *Sandbox) Wait() (*Result, error) {
 	}
 	ws := st.Sys().(syscall.WaitStatus)
 	res.Status, res.ExitCode = classify(ws, reason, res.CPUTimeMS, s.spec.CPUTime)
+	if g := s.spec.Cgroup; g != nil {
+		// Whatever pid 1's fate, kill what may be left (nothing, after the
+		// pid namespace is gone; belt and braces), then read the usage of
+		// every task that ever ran in the group.
+		g.Kill()
+		cs, err := g.Stats()
+		if err != nil {
+			return nil, &policy.SetupError{Stage: "cgroup stats", Err: err}
+		}
+		res.MemoryPeakBytes, res.CPUTimeMS = cs.MemoryPeak, cs.CPU.Milliseconds()
+		if cs.OOMKills > 0 && reason != StatusTimeout && reason != StatusOutputLimit && reason != StatusSeccompViolation {
+			res.Status, res.ExitCode = StatusMemoryLimit, 0
+		} else if reason == "" && s.spec.CPUTime > 0 && cs.CPU >= s.spec.CPUTime && res.Status == StatusSignaled {
+			res.Status = StatusTimeout
+		}
+	}
 	if res.Status == StatusSeccompViolation {
 		res.SeccompSyscall = violation
 	}
@@ -445,6 +513,12 @@ func enforcedFor(spec *Spec) Enforced {
 	}
 	if f := spec.Seccomp; f != nil {
 		e.Seccomp, e.SeccompRules, e.SeccompInstructions = f.Profile, f.Rules, len(f.Program)
+	}
+	if spec.Cgroup != nil {
+		e.Limits = spec.Cgroup.Backend()
+		if l := spec.CgroupLimits; l != nil {
+			e.Cgroup = &CgroupLimits{Memory: l.Memory, CPUs: l.CPUs, Pids: l.Pids}
+		}
 	}
 	if len(spec.Rlimits) > 0 {
 		e.Rlimits = map[string]uint64{}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
@@ -80,6 +82,22 @@ func TestSupervisorDeathKillsSandbox(t *testing.T) {
 	cmd.Wait()
 	if !testutil.WaitFor(5*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", m)) == 0 }) {
 		t.Fatalf("sandbox processes survived their supervisor: %v", testutil.HostProcsWith("sleep", m))
+	}
+	// The dead supervisor could not remove its run's cgroup; the next
+	// supervisor to start reaps it.
+	parent, err := cgroups.Find("")
+	if err != nil {
+		return // no cgroups here (rootless on v1): nothing to leave behind
+	}
+	stale := fmt.Sprintf("%s/airlock-%d-", parent.Dir(), cmd.Process.Pid)
+	if left, _ := filepath.Glob(stale + "*"); len(left) != 1 {
+		t.Fatalf("want the killed supervisor's cgroup left behind, found %v", left)
+	}
+	if _, err := executor.New(executor.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(stale + "*"); len(left) != 0 {
+		t.Fatalf("stale cgroup not reaped: %v", left)
 	}
 }
 

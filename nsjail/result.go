@@ -32,6 +32,13 @@ type Result struct {
 	Error           string   `json:"error,omitempty"`
 }
 
+// CgroupLimits are the limits of a run's cgroup; 0 = not limited.
+type CgroupLimits struct {
+	Memory int64   `json:"memory_bytes"`
+	CPUs   float64 `json:"cpus"`
+	Pids   int64   `json:"pids"`
+}
+
 // Enforced records what was actually applied to a run, so that a judge or
 // a harness can audit it.
 type Enforced struct {
@@ -46,6 +53,9 @@ type Enforced struct {
 	// Limits is the backend of the resource limits: "cgroup2",
 	// "cgroup1" or "rlimit".
 	Limits string `json:"limits"`
+	// Cgroup holds the cgroup limits (memory bytes, cpus, pids), when the
+	// backend is a cgroup.
+	Cgroup *CgroupLimits `json:"cgroup,omitempty"`
 	// Rlimits are the resource limits set on the program, by name.
 	Rlimits map[string]uint64 `json:"rlimits,omitempty"`
 	// Seccomp is "none" or the profile whose filter was loaded, with its

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/rootfs"
 	"github.com/airlock-sandbox/airlock/seccomp"
@@ -33,6 +34,13 @@ type Spec struct {
 	// Seccomp is the filter loaded on the program, as the init's last
 	// step before exec. nil = no filter.
 	Seccomp *seccomp.Filter
+	// Cgroup, if set, is the run's cgroup: the init is placed in it before
+	// any program code runs (at clone time on cgroup v2), its usage is
+	// reported, an OOM kill in it is status memory_limit, and CPUTime is
+	// enforced on its total. The caller creates and deletes it.
+	Cgroup cgroups.Group
+	// CgroupLimits are the limits Cgroup was made with, for the report.
+	CgroupLimits *cgroups.Limits
 	// HostUID and HostGID are the host ids the sandbox's root maps to
 	// when the supervisor runs as real root. 0 = 65534 (nobody); host id 0
 	// is never used. A rootless supervisor always maps its own ids.

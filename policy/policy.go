@@ -50,9 +50,13 @@ type Policy struct {
 	Timeout Duration `json:"timeout,omitempty"`
 	// CPUTime is a CPU-time budget for the whole run. 0 = none.
 	CPUTime Duration `json:"cpu_time,omitempty"`
-	// Memory is the memory limit in bytes. 0 = 512 MiB.
+	// Memory is the memory limit in bytes. 0 = the default, 512 MiB,
+	// applied by a cgroup where the host allows it and by rlimits
+	// otherwise; an explicit value needs a cgroup unless BestEffort.
 	Memory Size `json:"memory,omitempty"`
-	// Pids is the maximum number of tasks. 0 = 256.
+	// Pids is the maximum number of tasks. 0 = the default, 256, applied
+	// like the default Memory; an explicit value needs a cgroup unless
+	// BestEffort.
 	Pids int `json:"pids,omitempty"`
 	// CPUs is a CPU rate limit in cores (0.5 = half a core). 0 = none.
 	CPUs float64 `json:"cpus,omitempty"`
@@ -92,6 +96,22 @@ const (
 	DefaultMaxOutput = 1 << 20
 )
 
+// MemoryLimit is the memory limit in force: Memory, or the default.
+func (p *Policy) MemoryLimit() int64 {
+	if p.Memory > 0 {
+		return int64(p.Memory)
+	}
+	return DefaultMemory
+}
+
+// PidsLimit is the task limit in force: Pids, or the default.
+func (p *Policy) PidsLimit() int64 {
+	if p.Pids > 0 {
+		return int64(p.Pids)
+	}
+	return DefaultPids
+}
+
 // Default returns the default policy with every default filled in.
 func Default() Policy {
 	p := Policy{}
@@ -112,12 +132,6 @@ func Preset(name string) (Policy, error) {
 func (p *Policy) fill() {
 	if p.Timeout == 0 {
 		p.Timeout = Duration(DefaultTimeout)
-	}
-	if p.Memory == 0 {
-		p.Memory = DefaultMemory
-	}
-	if p.Pids == 0 {
-		p.Pids = DefaultPids
 	}
 	if p.FileSize == 0 {
 		p.FileSize = DefaultFileSize
@@ -165,9 +179,9 @@ func (p *Policy) Validate() error {
 		return Invalid("timeout", "must be positive")
 	case p.CPUTime < 0:
 		return Invalid("cpu_time", "must not be negative")
-	case p.Memory < 1<<20:
+	case p.Memory != 0 && p.Memory < 1<<20:
 		return Invalid("memory", "%d bytes is below the 1 MiB minimum", p.Memory)
-	case p.Pids < 1:
+	case p.Pids < 0:
 		return Invalid("pids", "must be at least 1")
 	case p.CPUs < 0 || math.IsNaN(p.CPUs) || math.IsInf(p.CPUs, 0):
 		return Invalid("cpus", "must be a positive number of cores")

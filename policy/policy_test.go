@@ -13,7 +13,7 @@ func TestParseFillsDefaultsAndReadsUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	if time.Duration(p.Timeout) != 2*time.Second || time.Duration(p.CPUTime) != 1500*time.Millisecond ||
-		p.Memory != 64<<20 || p.MaxOutput != 4096 || p.Pids != DefaultPids || p.Chdir != "/workspace" || p.Net != NetLoopback {
+		p.Memory != 64<<20 || p.MaxOutput != 4096 || p.PidsLimit() != DefaultPids || p.Chdir != "/workspace" || p.Net != NetLoopback {
 		t.Fatalf("parsed %+v", p)
 	}
 }

@@ -1,0 +1,41 @@
+package cgroups
+
+import (
+	"time"
+)
+
+// Limits are the limits of one run's cgroup. A zero field is not limited.
+type Limits struct {
+	Memory int64   // bytes of memory (and no swap)
+	CPUs   float64 // CPU bandwidth in cores
+	Pids   int64   // tasks
+}
+
+// Stats are what a run's cgroup measured.
+type Stats struct {
+	MemoryPeak int64         // highest memory use, bytes
+	CPU        time.Duration // CPU time of every task, user + system
+	OOMKills   uint64        // tasks the OOM killer killed in it
+}
+
+// Group is one run's cgroup.
+type Group interface {
+	// Backend is "cgroup1" or "cgroup2".
+	Backend() string
+	// DirFD returns an fd of the cgroup directory for CLONE_INTO_CGROUP
+	// (the caller closes it), or -1 when the backend has none (v1).
+	DirFD() int
+	// Add moves process pid (and its threads) into the group.
+	Add(pid int) error
+	// Stats reads the group's usage.
+	Stats() (Stats, error)
+	// Kill SIGKILLs every task in the group.
+	Kill() error
+	// Delete kills what is left, waits for the group to empty, and removes it.
+	Delete() error
+}
+
+// cpuPeriod is the CFS period used for CPU bandwidth limits.
+const cpuPeriod = 100000 // µs
+
+func cpuQuota(cpus float64) int64 { return int64(cpus * cpuPeriod) }

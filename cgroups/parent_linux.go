@@ -1,0 +1,299 @@
+//go:build linux
+
+package cgroups
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/airlock-sandbox/airlock/policy"
+	cg "github.com/containerd/cgroups/v3"
+	"golang.org/x/sys/unix"
+)
+
+// v1Controllers are the v1 hierarchies a run's group lives in: limits
+// (memory, cpu, pids), CPU accounting (cpuacct), and freezing for kill.
+var v1Controllers = []string{"memory", "cpu", "cpuacct", "pids", "freezer"}
+
+// v2Controllers must be enabled for a v2 parent's children.
+var v2Controllers = []string{"memory", "cpu", "pids"}
+
+// Parent is where per-run cgroups are made: a writable, delegated place
+// under this process's own cgroup (or a configured one).
+type Parent struct {
+	backend string
+	v1      map[string]string // controller -> parent directory
+	v2      string            // parent directory
+}
+
+// Backend is "cgroup1" or "cgroup2".
+func (p *Parent) Backend() string { return p.backend }
+
+// Dir is the parent directory (for v1, the memory hierarchy's).
+func (p *Parent) Dir() string {
+	if p.backend == "cgroup2" {
+		return p.v2
+	}
+	return p.v1["memory"]
+}
+
+// Find discovers where this process may make per-run cgroups. configured
+// is a cgroup path (as in /proc/self/cgroup, e.g. "/my.slice/airlock")
+// to use instead of this process's own cgroup; "" = discover.
+//
+// On cgroup v2 the parent must be writable with the memory, cpu and pids
+// controllers available. When the parent is this process's own cgroup and
+// holds processes, the "no internal processes" rule forbids enabling
+// controllers for its children: Find then moves this process into a leaf,
+// <own>/airlock-supervisor. On cgroup v1 the parent is this process's own
+// cgroup in each of the memory, cpu, cpuacct, pids and freezer
+// hierarchies, which in practice needs root.
+//
+// The error, when no cgroup can be used, is an *policy.UnsupportedError
+// naming the fix.
+func Find(configured string) (*Parent, error) {
+	switch HostMode() {
+	case Unified:
+		return findV2("/sys/fs/cgroup", configured)
+	case Hybrid, Legacy:
+		return findV1(configured)
+	}
+	return nil, unsupported("no cgroup filesystem is mounted", "mount cgroup2 at /sys/fs/cgroup")
+}
+
+func unsupported(reason, fix string) error {
+	return &policy.UnsupportedError{Control: "cgroup limits", Reason: reason, Fix: fix}
+}
+
+const rootlessFix = "run as root, or on a cgroup v2 host inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes airlock ...)"
+
+func findV2(mount, configured string) (*Parent, error) {
+	rel := configured
+	if rel == "" {
+		_, own, err := cg.ParseCgroupFileUnified("/proc/self/cgroup")
+		if err != nil {
+			return nil, unsupported("cannot read /proc/self/cgroup: "+err.Error(), "")
+		}
+		rel = own
+		// A supervisor Find already moved into its leaf makes its groups
+		// beside the leaf.
+		if filepath.Base(rel) == supervisorLeaf {
+			rel = filepath.Dir(rel)
+		}
+	}
+	dir := filepath.Join(mount, filepath.Clean("/"+rel))
+	if unix.Access(filepath.Join(dir, "cgroup.procs"), unix.W_OK) != nil || unix.Access(filepath.Join(dir, "cgroup.subtree_control"), unix.W_OK) != nil {
+		return nil, unsupported(fmt.Sprintf("cgroup v2: %s is not writable by uid %d (not delegated)", dir, os.Geteuid()), rootlessFix)
+	}
+	avail, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return nil, unsupported("cgroup v2: "+err.Error(), "")
+	}
+	for _, c := range v2Controllers {
+		if !strings.Contains(" "+strings.TrimSpace(string(avail))+" ", " "+c+" ") {
+			return nil, unsupported(fmt.Sprintf("cgroup v2: controller %s is not available in %s (available: %s)", c, dir, strings.TrimSpace(string(avail))),
+				"delegate memory, cpu and pids to this cgroup (systemd: Delegate=memory cpu pids)")
+		}
+	}
+	err = enableControllers(dir)
+	if errors.Is(err, unix.EBUSY) && configured == "" && dir != mount {
+		// Processes in our own cgroup: move ourselves into a leaf, then
+		// the controllers can be enabled for the per-run siblings.
+		leaf := filepath.Join(dir, supervisorLeaf)
+		if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, unsupported("cgroup v2: "+err.Error(), "")
+		}
+		if err := writeFile(filepath.Join(leaf, "cgroup.procs"), strconv.Itoa(os.Getpid())); err != nil {
+			return nil, unsupported("cgroup v2: moving the supervisor into "+leaf+": "+err.Error(), "")
+		}
+		err = enableControllers(dir)
+	}
+	if err != nil {
+		return nil, unsupported(fmt.Sprintf("cgroup v2: enabling %v in %s: %v", v2Controllers, dir, err),
+			"run airlock alone in its delegated cgroup (no other processes there)")
+	}
+	return &Parent{backend: "cgroup2", v2: dir}, nil
+}
+
+// supervisorLeaf is where a supervisor moves itself on cgroup v2.
+const supervisorLeaf = "airlock-supervisor"
+
+func enableControllers(dir string) error {
+	cur, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	var add []string
+	for _, c := range v2Controllers {
+		if !strings.Contains(" "+strings.TrimSpace(string(cur))+" ", " "+c+" ") {
+			add = append(add, "+"+c)
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	return writeFile(filepath.Join(dir, "cgroup.subtree_control"), strings.Join(add, " "))
+}
+
+func findV1(configured string) (*Parent, error) {
+	mounts, err := v1Mounts()
+	if err != nil {
+		return nil, unsupported("cgroup v1: "+err.Error(), "")
+	}
+	own, err := v1OwnPaths()
+	if err != nil {
+		return nil, unsupported("cgroup v1: "+err.Error(), "")
+	}
+	p := &Parent{backend: "cgroup1", v1: map[string]string{}}
+	for _, c := range v1Controllers {
+		m, ok := mounts[c]
+		if !ok {
+			return nil, unsupported("cgroup v1: the "+c+" controller is not mounted", "mount the "+c+" cgroup controller")
+		}
+		rel := own[c]
+		if configured != "" {
+			rel = configured
+		}
+		dir := filepath.Join(m, filepath.Clean("/"+rel))
+		if unix.Access(dir, unix.W_OK) != nil {
+			return nil, unsupported(fmt.Sprintf("cgroup v1 host: %s is not writable by uid %d, and v1 has no delegation", dir, os.Geteuid()), rootlessFix)
+		}
+		p.v1[c] = dir
+	}
+	return p, nil
+}
+
+// v1Mounts maps each v1 controller to its hierarchy's mount point.
+func v1Mounts() (map[string]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// ... mountpoint ... - fstype source superopts
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		fields, tail := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(fields) < 5 || len(tail) < 3 || tail[0] != "cgroup" {
+			continue
+		}
+		for _, opt := range strings.Split(tail[2], ",") {
+			for _, c := range v1Controllers {
+				if opt == c {
+					out[c] = fields[4]
+				}
+			}
+		}
+	}
+	return out, sc.Err()
+}
+
+// v1OwnPaths maps each v1 controller to this process's cgroup path.
+func v1OwnPaths() (map[string]string, error) {
+	paths, _, err := cg.ParseCgroupFileUnified("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for k, v := range paths {
+		for _, c := range strings.Split(k, ",") {
+			out[c] = v
+		}
+	}
+	return out, nil
+}
+
+// New makes a run's cgroup with limits. Its name carries this process's
+// pid and start time, so a later supervisor can tell a stale one
+// (ReapStale), and a random part, so names cannot be guessed; it is made
+// with an exclusive mkdir.
+func (p *Parent) New(lim Limits) (Group, error) {
+	name, err := groupName()
+	if err != nil {
+		return nil, err
+	}
+	if p.backend == "cgroup2" {
+		return newV2(filepath.Join(p.v2, name), lim)
+	}
+	dirs := map[string]string{}
+	for c, parent := range p.v1 {
+		dirs[c] = filepath.Join(parent, name)
+	}
+	return newV1(dirs, lim)
+}
+
+const namePrefix = "airlock-"
+
+func groupName() (string, error) {
+	start, err := startTime(os.Getpid())
+	if err != nil {
+		return "", err
+	}
+	r := make([]byte, 8)
+	rand.Read(r)
+	return fmt.Sprintf("%s%d-%d-%s", namePrefix, os.Getpid(), start, hex.EncodeToString(r)), nil
+}
+
+// startTime is field 22 of /proc/PID/stat: the process's start time.
+func startTime(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The comm field may hold spaces: split after its closing paren.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// stale reports whether a group name belongs to a supervisor that is gone.
+func stale(name string) bool {
+	var pid int
+	var start uint64
+	if _, err := fmt.Sscanf(strings.TrimPrefix(name, namePrefix), "%d-%d-", &pid, &start); err != nil {
+		return false // not ours
+	}
+	cur, err := startTime(pid)
+	return err != nil || cur != start
+}
+
+// ReapStale kills and removes the groups of supervisors that died without
+// cleaning up (for example SIGKILLed mid-run). It returns how many.
+func (p *Parent) ReapStale() (int, error) {
+	ents, err := os.ReadDir(p.Dir())
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), namePrefix) || e.Name() == supervisorLeaf || !stale(e.Name()) {
+			continue
+		}
+		var g Group
+		if p.backend == "cgroup2" {
+			g = &v2Group{dir: filepath.Join(p.v2, e.Name())}
+		} else {
+			dirs := map[string]string{}
+			for c, parent := range p.v1 {
+				dirs[c] = filepath.Join(parent, e.Name())
+			}
+			g = &v1Group{dirs: dirs}
+		}
+		if err := g.Delete(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}

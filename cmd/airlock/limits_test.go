@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/airlock-sandbox/airlock/cgroups"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+)
+
+// haveCgroups reports whether this process can make per-run cgroups, and
+// checks that the answer is the expected one for this host: as root on
+// cgroup v1 or v2, yes; rootless on v1, no.
+func haveCgroups(t *testing.T) (*cgroups.Parent, bool) {
+	t.Helper()
+	p, err := cgroups.Find("")
+	if os.Getuid() == 0 {
+		testutil.RequireFeature(t, "writable cgroups as root", err == nil)
+	}
+	if os.Getuid() != 0 && cgroups.HostMode() != cgroups.Unified && err == nil {
+		t.Fatal("rootless on a cgroup v1 host, yet cgroups.Find succeeded")
+	}
+	return p, err == nil
+}
+
+const forkCount = `
+import os, sys, time, errno, threading
+n = 0
+try:
+    while n < 200:
+        if sys.argv[1] == "fork":
+            if os.fork() == 0:
+                time.sleep(3); os._exit(0)
+        else:
+            threading.Thread(target=time.sleep, args=(3,), daemon=True).start()
+        n += 1
+except (OSError, RuntimeError) as e:
+    print(n, type(e).__name__)
+`
+
+// With cgroups: I03 memory bomb -> memory_limit near the limit; I01 fork
+// and thread bombs stop below --pids; --cpus 0.5 halves CPU time; a
+// --cpu-time budget holds across processes (I14). No group is left.
+func TestCgroupLimits(t *testing.T) {
+	testutil.RequireBinary(t, "python3")
+	parent, ok := haveCgroups(t)
+	if !ok {
+		t.Skip("no usable cgroup here (rootless on cgroup v1): TestRootlessLimitsFailClosed covers it")
+	}
+	backend := parent.Backend()
+	code, res, _ := result(t, "--memory", "64MiB", "--", "python3", "-c", "a = bytearray(300 << 20); print('allocated')")
+	if code != 137 || res.Status != "memory_limit" || res.Stdout != "" || res.Enforced.Limits != backend {
+		t.Errorf("300 MB under 64 MiB: exit %d status %s limits %s stdout %q", code, res.Status, res.Enforced.Limits, res.Stdout)
+	}
+	if res.MemoryPeakBytes < 48<<20 || res.MemoryPeakBytes > 80<<20 {
+		t.Errorf("peak memory %d MiB, want near 64", res.MemoryPeakBytes>>20)
+	}
+	for _, kind := range []string{"fork", "thread"} {
+		_, res, _ = result(t, "--pids", "32", "--", "python3", "-c", forkCount, kind)
+		var n int
+		var e string
+		if _, err := fmt.Sscan(res.Stdout, &n, &e); err != nil || n >= 32 || n < 20 {
+			t.Errorf("%s bomb under --pids 32: %q %q (want 20..31 then an error)", kind, res.Stdout, res.Stderr)
+		}
+	}
+	_, res, _ = result(t, "--cpus", "0.5", "--timeout", "2s", "--", "sh", "-c", "while :; do :; done")
+	if r := float64(res.CPUTimeMS) / float64(res.WallTimeMS); res.Status != "timeout" || r < 0.35 || r > 0.65 ||
+		res.Enforced.Cgroup == nil || res.Enforced.Cgroup.CPUs != 0.5 {
+		t.Errorf("--cpus 0.5: status %s, cpu %d ms over wall %d ms (%.2f), enforced %+v", res.Status, res.CPUTimeMS, res.WallTimeMS, r, res.Enforced.Cgroup)
+	}
+	_, res, _ = result(t, "--cpu-time", "1s", "--timeout", "20s", "--", "sh", "-c", "(while :; do :; done) & (while :; do :; done) & wait")
+	if res.Status != "timeout" || res.CPUTimeMS < 900 || res.CPUTimeMS > 1800 {
+		t.Errorf("--cpu-time 1s over two busy processes: status %s, cpu %d ms", res.Status, res.CPUTimeMS)
+	}
+	if left, _ := filepath.Glob(filepath.Join(parent.Dir(), "airlock-*")); len(slices.DeleteFunc(left, func(s string) bool { return strings.HasSuffix(s, "airlock-supervisor") })) != 0 {
+		t.Errorf("cgroups left behind: %v", left)
+	}
+}
+
+// I13: rootless on a cgroup v1 host an explicit limit is refused, naming
+// the control and the fix; --best-effort runs under rlimits and says so;
+// the defaults alone run under rlimits, reported.
+func TestRootlessLimitsFailClosed(t *testing.T) {
+	testutil.RequireBinary(t, "python3")
+	if _, ok := haveCgroups(t); ok {
+		t.Skip("cgroups usable here: TestCgroupLimits covers it")
+	}
+	for _, flag := range [][]string{{"--memory", "64MiB"}, {"--pids", "8"}, {"--cpus", "0.5"}} {
+		code, out, errOut := airlock(t, "", append(flag, "--", "sh", "-c", "echo RAN")...)
+		if code != exitSetup || strings.Contains(out, "RAN") || !strings.Contains(errOut, strings.TrimPrefix(flag[0], "--")) ||
+			!strings.Contains(errOut, "--best-effort") || !strings.Contains(errOut, "fix:") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", flag, code, out, errOut)
+		}
+	}
+	code, res, _ := result(t, "--best-effort", "--memory", "64MiB", "--", "python3", "-c", "b = bytearray(200 << 20)")
+	if code == 0 || !strings.Contains(res.Stderr, "MemoryError") || res.Enforced.Limits != "rlimit" || res.Enforced.Rlimits["data"] != 64<<20 {
+		t.Errorf("best effort memory: exit %d, stderr %q, enforced %+v", code, res.Stderr, res.Enforced)
+	}
+	_, res, _ = result(t, "--best-effort", "--pids", "8", "--", "python3", "-c", forkCount, "fork")
+	if fields := strings.Fields(res.Stdout); len(fields) != 2 || fields[1] != "BlockingIOError" && fields[1] != "OSError" {
+		t.Errorf("best effort pids: %q %q", res.Stdout, res.Stderr)
+	}
+	code, res, _ = result(t, "--best-effort", "--cpus", "0.5", "--", "true")
+	if code != 0 || !slices.Equal(res.Enforced.NotEnforced, []string{"cpus"}) {
+		t.Errorf("best effort cpus: exit %d, %+v", code, res.Enforced)
+	}
+	code, res, _ = result(t, "--", "true")
+	if code != 0 || res.Enforced.Limits != "rlimit" || res.Enforced.Rlimits["nproc"] != 256 {
+		t.Errorf("defaults rootless: exit %d, %+v", code, res.Enforced)
+	}
+}
