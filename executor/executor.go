@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
+	"github.com/airlock-sandbox/airlock/internal/probe"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/rootfs"
@@ -57,6 +58,7 @@ type Executor struct {
 	notify bool   // kill rules name their syscall (user notification)
 	self   string // identity of this binary, for the on-disk cache
 
+	host    *probe.Report   // what this host can enforce
 	cgroups *cgroups.Parent // where per-run cgroups go; nil = none usable
 	cgErr   error           // why not, when cgroups is nil
 
@@ -72,7 +74,15 @@ func New(cfg Config) (*Executor, error) {
 	// Kill-by-notify needs SECCOMP_RET_USER_NOTIF in the kernel and
 	// libseccomp API 6; without it kills are KILL_PROCESS, unnamed.
 	notify := seccomp.NotifySupported() && seccomp.ActionAvailable(seccomp.RetUserNotif)
-	e := &Executor{cfg: cfg, notify: notify, filters: map[string]*seccomp.Filter{}}
+	// Fail closed on what no policy can do without: the new mount API and
+	// user namespaces.
+	host := probe.Run()
+	for _, name := range []string{"kernel", "user namespaces"} {
+		if c := host.Get(name); !c.OK {
+			return nil, &policy.UnsupportedError{Control: name, Reason: c.Detail, Fix: c.Fix}
+		}
+	}
+	e := &Executor{cfg: cfg, notify: notify, host: host, filters: map[string]*seccomp.Filter{}}
 	if cfg.SeccompCacheDir != "" {
 		e.self = selfID()
 	}
@@ -178,6 +188,9 @@ func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
 		return nsjail.Spec{}, nil, err
 	}
 	filter, err := e.filter(p.Seccomp)
+	if c := e.host.Get("seccomp"); err == nil && filter != nil && !c.OK {
+		err = &policy.UnsupportedError{Control: "seccomp", Reason: c.Detail, Fix: c.Fix}
+	}
 	if errors.Is(err, policy.ErrUnsupported) && p.BestEffort {
 		filter, err = nil, nil
 		notEnforced = append(notEnforced, "seccomp")

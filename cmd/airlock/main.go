@@ -22,6 +22,7 @@ const usage = `usage: airlock COMMAND [flags]
 
 commands:
   run [flags] -- PROGRAM [ARGS...]   run a program in a sandbox
+  doctor [--json]                    what this host can enforce, and how to fix the rest
   policy show|validate|compile [NAME|FILE]
                                      inspect a policy and its seccomp filter
   help                               this text
@@ -38,6 +39,8 @@ func cli(args []string) int {
 	switch args[0] {
 	case "run":
 		return runCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+	case "doctor":
+		return doctorCmd(args[1:], os.Stdout, os.Stderr)
 	case "policy":
 		return policyCmd(args[1:], os.Stdout, os.Stderr)
 	case "help", "-h", "--help":

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
+
+	"github.com/airlock-sandbox/airlock/internal/probe"
+)
+
+// doctorCmd implements `airlock doctor [--json]`: what this host can
+// enforce, and how to fix what it cannot. Exit 0 when everything the
+// default policy needs is there, 1 otherwise.
+func doctorCmd(args []string, stdout, stderr io.Writer) int {
+	asJSON := len(args) == 1 && args[0] == "--json"
+	if len(args) > 1 || len(args) == 1 && !asJSON {
+		fmt.Fprintln(stderr, "usage: airlock doctor [--json]")
+		return 2
+	}
+	r := *probe.Run()
+	r.Checks = append(r.Checks, dryRun())
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(struct {
+			*probe.Report
+			OK bool `json:"ok"`
+		}{&r, r.OK()})
+	} else {
+		fmt.Fprintf(stdout, "airlock doctor: kernel %s, uid %d, cgroup mode %s\n", r.Kernel, r.UID, r.CgroupMode)
+		for _, c := range r.Checks {
+			mark := "ok  "
+			if !c.OK {
+				mark = "MISS"
+				if !c.Needed {
+					mark = "miss"
+				}
+			}
+			fmt.Fprintf(stdout, "  %s  %-16s %s\n", mark, c.Name, c.Detail)
+			if !c.OK && c.Fix != "" {
+				fmt.Fprintf(stdout, "        %-16s fix: %s\n", "", c.Fix)
+			}
+		}
+		if r.OK() {
+			fmt.Fprintln(stdout, "the default policy can be enforced on this host")
+		} else {
+			fmt.Fprintln(stdout, "the default policy can NOT be enforced on this host (see MISS above)")
+		}
+	}
+	if !r.OK() {
+		return 1
+	}
+	return 0
+}
+
+// dryRun starts a real sandbox with the default policy: the authoritative
+// test (an LSM may let namespaces be created and then deny everything in
+// them).
+func dryRun() probe.Check {
+	c := probe.Check{Name: "sandbox dry run", Needed: true}
+	ex, err := executor.New(executor.Config{})
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := policy.Default()
+	p.Timeout = policy.Duration(20 * time.Second)
+	res, err := ex.Execute(ctx, executor.Request{Args: []string{"/bin/sh", "-c", "exit 0"}, Policy: p})
+	switch {
+	case err != nil:
+		c.Detail = err.Error()
+		var u *policy.UnsupportedError
+		if errors.As(err, &u) {
+			c.Fix = u.Fix
+		}
+	case res.Status != nsjail.StatusOK:
+		c.Detail = fmt.Sprintf("status %s: %s%s", res.Status, res.Error, res.Stderr)
+	default:
+		c.OK = true
+		c.Detail = fmt.Sprintf("namespaces %s, rootfs %s, seccomp %s (%d rules), limits %s, %d ms",
+			strings.Join(res.Enforced.Namespaces, ","), res.Enforced.Rootfs, res.Enforced.Seccomp, res.Enforced.SeccompRules, res.Enforced.Limits, res.WallTimeMS)
+	}
+	return c
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/airlock-sandbox/airlock/cgroups"
+	"github.com/airlock-sandbox/airlock/internal/probe"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+)
+
+// On this host (root or rootless) the default policy can be enforced;
+// the cgroup line says what it should for the mode: usable as root, and
+// rootless on cgroup v1 missing with a fix.
+func TestDoctor(t *testing.T) {
+	testutil.RequireUserNS(t)
+	var out, errb bytes.Buffer
+	if code := doctorCmd([]string{"--json"}, &out, &errb); code != 0 {
+		t.Fatalf("doctor --json: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	var r struct {
+		probe.Report
+		OK bool `json:"ok"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, out.String())
+	}
+	if !r.OK || r.UID != os.Getuid() || r.CgroupMode != string(cgroups.HostMode()) {
+		t.Fatalf("report %+v", r)
+	}
+	names := map[string]probe.Check{}
+	for _, c := range r.Checks {
+		names[c.Name] = c
+	}
+	for _, n := range []string{"kernel", "user namespaces", "cgroup limits", "seccomp", "pidfd", "landlock", "sandbox dry run"} {
+		if _, ok := names[n]; !ok {
+			t.Errorf("no %q check", n)
+		}
+	}
+	if c := names["sandbox dry run"]; !c.OK || !strings.Contains(c.Detail, "seccomp default") {
+		t.Errorf("dry run: %+v", c)
+	}
+	cg := names["cgroup limits"]
+	switch {
+	case os.Getuid() == 0 && !cg.OK:
+		t.Errorf("root: cgroup limits missing: %+v", cg)
+	case os.Getuid() != 0 && cgroups.HostMode() != cgroups.Unified && (cg.OK || !strings.Contains(cg.Fix, "root")):
+		t.Errorf("rootless on cgroup v1: %+v", cg)
+	}
+
+	out.Reset()
+	if code := doctorCmd(nil, &out, &errb); code != 0 || !strings.Contains(out.String(), "the default policy can be enforced") {
+		t.Fatalf("doctor: exit %d\n%s", code, out.String())
+	}
+	if !cg.OK && !strings.Contains(out.String(), "fix: ") {
+		t.Errorf("text output lacks the fix:\n%s", out.String())
+	}
+}
