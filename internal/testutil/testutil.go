@@ -158,3 +158,11 @@ func WaitFor(d time.Duration, cond func() bool) bool {
 
 // HaveBwrap reports whether bubblewrap is installed.
 func HaveBwrap() bool { _, err := exec.LookPath("bwrap"); return err == nil }
+
+// DelegatedEnv is set (to 1) where the tests run rootless inside a cgroup
+// delegated to them (scripts/vm-delegated in the cgroup v2 guest).
+const DelegatedEnv = "AIRLOCK_TEST_DELEGATED"
+
+// ExpectCgroups reports whether this run must be able to make per-run
+// cgroups: as root, or rootless inside a delegated cgroup.
+func ExpectCgroups() bool { return os.Getuid() == 0 || os.Getenv(DelegatedEnv) == "1" }

@@ -1,0 +1,56 @@
+# Sourced by scripts/test and scripts/vmtest: build every package's tests
+# once, run them in passes (root, rootless, in the cgroup v2 guest), count.
+
+passed=0 failed=0 skipped=0 broken=0
+pkgs=()
+
+# build_tests DIR: compile each package's tests into DIR/<pkg>.test.
+build_tests() {
+  mapfile -t pkgs < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' ./...)
+  local line pkg
+  for line in "${pkgs[@]}"; do
+    pkg=${line%% *}
+    go test -c -o "$1/$(echo "$pkg" | tr / _).test" "$pkg"
+  done
+  chmod 755 "$1" "$1"/*.test
+}
+
+# run_pass NAME WORK RUNNER...: runs every test binary in WORK through
+# RUNNER (may be empty), with a clean environment plus $pass_env, and adds
+# up the results. The root pass runs in each package's directory, the
+# others in WORK.
+run_pass() {
+  local name=$1 work=$2 line pkg dir bin log="$2/log.txt" rc p f s
+  shift 2
+  echo "== $name"
+  for line in "${pkgs[@]}"; do
+    pkg=${line%% *} dir=${line#* }
+    bin="$work/$(echo "$pkg" | tr / _).test"
+    [ "$name" = root ] || dir=$work
+    set +e
+    (cd "$dir" && "$@" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$work" TMPDIR=/tmp \
+        AIRLOCK_TEST_REQUIRE_ALL=1 ${pass_env:-} "$bin" -test.v -test.count=1 -test.timeout=10m) >"$log" 2>&1
+    rc=$?
+    set -e
+    p=$(grep -cE '^\s*--- PASS' "$log" || true)
+    f=$(grep -cE '^\s*--- FAIL' "$log" || true)
+    s=$(grep -cE '^\s*--- SKIP' "$log" || true)
+    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+    printf '%-12s %-52s %3d passed %3d failed %3d skipped\n' "$name" "$pkg" "$p" "$f" "$s"
+    if [ $rc -ne 0 ] || [ "$f" -gt 0 ]; then
+      broken=1
+      grep -vE '^\s*--- PASS|^=== (RUN|PAUSE|CONT)' "$log" | tail -60
+    fi
+  done
+}
+
+# vm_passes WORK: the suite in a cgroup-v2-only guest (scripts/vmrun.sh),
+# as root and as an unprivileged user in a delegated cgroup.
+vm_passes() {
+  local root
+  root=$(pwd)
+  # The first run downloads the guest kernel package: it needs an apt index.
+  [ -s "${VMRUN_ARTIFACTS:-${XDG_CACHE_HOME:-$HOME/.cache}/vmrun}/initrd.img" ] || apt-get update -qq
+  run_pass vm-root "$1" "$root/scripts/vmrun.sh"
+  pass_env=AIRLOCK_TEST_DELEGATED=1 run_pass vm-rootless "$1" "$root/scripts/vmrun.sh" "$root/scripts/vm-delegated"
+}
