@@ -1,0 +1,237 @@
+//go:build linux
+
+package nsjail
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/seccomp"
+	"golang.org/x/sys/unix"
+)
+
+// This file is the supervisor's half after the init was started: the
+// status protocol, the watchers that kill (timeout, CPU budget, context,
+// seccomp notifications), and the classification of the outcome.
+func (s *Sandbox) watch(ctx context.Context) {
+	var timeout, cpuTick <-chan time.Time
+	if s.spec.Timeout > 0 {
+		t := time.NewTimer(s.spec.Timeout - time.Since(s.start))
+		defer t.Stop()
+		timeout = t.C
+	}
+	if s.spec.CPUTime > 0 && s.spec.Cgroup != nil {
+		t := time.NewTicker(cpuPoll)
+		defer t.Stop()
+		cpuTick = t.C
+	}
+	for {
+		select {
+		case <-s.exited:
+			return
+		case <-timeout:
+			s.kill(StatusTimeout)
+			return
+		case <-cpuTick:
+			if st, err := s.spec.Cgroup.Stats(); err == nil && st.CPU >= s.spec.CPUTime {
+				s.kill(StatusTimeout)
+				return
+			}
+		case <-ctx.Done():
+			s.mu.Lock()
+			s.cancel = ctx.Err()
+			s.mu.Unlock()
+			s.kill(reasonCancelled)
+			return
+		}
+	}
+}
+
+const cpuPoll = 50 * time.Millisecond
+
+func (s *Sandbox) awaitExec(statusR *os.File) error {
+	ready := false
+	buf, oob := make([]byte, 64<<10), make([]byte, unix.CmsgSpace(4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(int(statusR.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			break // EOF: exec'd, or the init died
+		}
+		var st initStatus
+		if err := json.Unmarshal(buf[:n], &st); err != nil {
+			return &policy.SetupError{Stage: "status", Err: fmt.Errorf("bad message from init: %w", err)}
+		}
+		if st.Listener {
+			fd, err := listenerFD(oob[:oobn])
+			if err != nil {
+				return &policy.SetupError{Stage: "seccomp listener", Err: err}
+			}
+			go s.watchNotify(fd)
+			continue
+		}
+		if st.Ready {
+			ready = true
+			continue
+		}
+		return &policy.SetupError{Stage: st.Stage, Err: &initError{msg: st.Msg, errno: syscall.Errno(st.Errno)}}
+	}
+	if !ready {
+		<-s.exited
+		switch s.killReason() {
+		case StatusTimeout:
+			return &policy.SetupError{Stage: "init", Err: errors.New("timeout expired during setup")}
+		case reasonCancelled:
+			return fmt.Errorf("nsjail: run cancelled during setup: %w", s.cancelErr())
+		}
+		return &policy.SetupError{Stage: "init", Err: fmt.Errorf("init died during setup: %v", s.cmd.ProcessState)}
+	}
+	return nil
+}
+
+func (s *Sandbox) watchNotify(fd int) {
+	defer unix.Close(fd)
+	for {
+		// The listener reports POLLHUP once no task uses the filter
+		// (Linux 5.8); the timeout covers older kernels.
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 1000)
+		select {
+		case <-s.exited:
+			return
+		default:
+		}
+		if err != nil || n == 0 || fds[0].Revents&unix.POLLIN == 0 {
+			if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+				return
+			}
+			continue
+		}
+		nr, _, err := seccomp.ReceiveNotification(fd)
+		if err != nil {
+			continue // e.g. ENOENT: the task died before we read it
+		}
+		s.mu.Lock()
+		if s.violation == "" {
+			s.violation = seccomp.SyscallName(nr)
+		}
+		s.mu.Unlock()
+		s.kill(StatusSeccompViolation)
+		return
+	}
+}
+
+func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }
+
+func (s *Sandbox) Kill() error { return s.kill(StatusSignaled) }
+
+func (s *Sandbox) kill(reason Status) error {
+	s.mu.Lock()
+	if s.reason == "" {
+		s.reason = reason
+	}
+	s.mu.Unlock()
+	err := s.cmd.Process.Kill()
+	if errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	return err
+}
+
+func (s *Sandbox) cancelErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancel
+}
+
+func (s *Sandbox) killReason() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
+}
+
+func (s *Sandbox) Wait() (*Result, error) {
+	<-s.exited
+	wall := time.Since(s.start)
+	s.mu.Lock()
+	cancelled, reason, violation := s.cancel, s.reason, s.violation
+	s.mu.Unlock()
+	if reason == reasonCancelled {
+		return nil, fmt.Errorf("nsjail: run cancelled: %w", cancelled)
+	}
+	st := s.cmd.ProcessState
+	if st == nil {
+		return nil, &policy.SetupError{Stage: "wait", Err: s.waitErr}
+	}
+	res := &Result{WallTimeMS: wall.Milliseconds(), Enforced: s.enforced}
+	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+		res.CPUTimeMS = (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Milliseconds()
+		res.MemoryPeakBytes = ru.Maxrss * 1024
+	}
+	if s.stdout != nil {
+		res.Stdout, res.StdoutTruncated = s.stdout.text()
+	}
+	if s.stderr != nil {
+		res.Stderr, res.StderrTruncated = s.stderr.text()
+	}
+	ws := st.Sys().(syscall.WaitStatus)
+	res.Status, res.ExitCode = classify(ws, reason, res.CPUTimeMS, s.spec.CPUTime)
+	if g := s.spec.Cgroup; g != nil {
+		// Whatever pid 1's fate, kill what may be left (nothing, after the
+		// pid namespace is gone; belt and braces), then read the usage of
+		// every task that ever ran in the group.
+		g.Kill()
+		cs, err := g.Stats()
+		if err != nil {
+			return nil, &policy.SetupError{Stage: "cgroup stats", Err: err}
+		}
+		res.MemoryPeakBytes, res.CPUTimeMS = cs.MemoryPeak, cs.CPU.Milliseconds()
+		if cs.OOMKills > 0 && reason != StatusTimeout && reason != StatusOutputLimit && reason != StatusSeccompViolation {
+			res.Status, res.ExitCode = StatusMemoryLimit, 0
+		} else if reason == "" && s.spec.CPUTime > 0 && cs.CPU >= s.spec.CPUTime && res.Status == StatusSignaled {
+			res.Status = StatusTimeout
+		}
+	}
+	if res.Status == StatusSeccompViolation {
+		res.SeccompSyscall = violation
+	}
+	if ws.Signaled() {
+		res.Signal = unix.SignalName(ws.Signal())
+	}
+	s.log.Debug("sandbox ended", slog.Int("pid", s.cmd.Process.Pid), slog.String("status", string(res.Status)))
+	return res, nil
+}
+
+func classify(ws syscall.WaitStatus, reason Status, cpuMS int64, cpuLimit time.Duration) (Status, int) {
+	switch {
+	case reason == StatusTimeout || reason == StatusOutputLimit || reason == StatusSeccompViolation:
+		return reason, 0
+	case ws.Exited() && ws.ExitStatus() == 0:
+		return StatusOK, 0
+	case ws.Exited():
+		return StatusExited, ws.ExitStatus()
+	case ws.Signal() == syscall.SIGSYS:
+		// The program is pid 1 of its namespace: nothing inside can kill
+		// it with SIGSYS, only the filter's KILL_PROCESS (a non-native
+		// syscall ABI, or a kill rule without a listener).
+		return StatusSeccompViolation, 0
+	case ws.Signal() == syscall.SIGXCPU:
+		return StatusTimeout, 0
+	case ws.Signal() == syscall.SIGKILL && cpuLimit > 0 &&
+		time.Duration(cpuMS)*time.Millisecond >= cpuLimit-max(cpuLimit/20, 100*time.Millisecond):
+		// RLIMIT_CPU's hard limit is a SIGKILL from the kernel (nothing
+		// inside the pid namespace can SIGKILL its pid 1); rusage may
+		// report a little less than the tick-accounted limit.
+		return StatusTimeout, 0
+	}
+	return StatusSignaled, 0
+}
