@@ -162,7 +162,11 @@ func (e *Executor) Execute(ctx context.Context, req Request) (*Result, error) {
 		}
 		// Removed after every run, killed or not; a supervisor killed
 		// before this runs leaves it to the next one's ReapStale.
-		defer g.Delete()
+		defer func() {
+			if err := g.Delete(); err != nil {
+				e.cfg.Logger.Warn("removing a run's cgroup", slog.Any("error", err))
+			}
+		}()
 		spec.Cgroup = g
 	}
 	res, err := nsjail.Run(ctx, spec)
@@ -175,6 +179,8 @@ func (e *Executor) Execute(ctx context.Context, req Request) (*Result, error) {
 // Resolve turns a request into the fully resolved jail spec, refusing
 // (ErrUnsupported) what this host cannot enforce unless the policy is
 // best_effort; the second value lists what best_effort let go unenforced.
+// Resolve has no side effects: when spec.CgroupLimits is set, the caller
+// makes the cgroup (Execute does) or runs without one.
 func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
 	p := req.Policy
 	if err := p.Validate(); err != nil {

@@ -281,7 +281,7 @@ func enforcedFor(spec *Spec) Enforced {
 		UIDMap:       fmt.Sprintf("0 %d 1", uid),
 		Rootfs:       "pivot_root",
 		Network:      "none",
-		Limits:       "rlimit",
+		Limits:       "none",
 		Seccomp:      "none",
 		Capabilities: "none",
 		NoNewPrivs:   true,
@@ -307,6 +307,9 @@ func enforcedFor(spec *Spec) Enforced {
 		e.Rlimits = map[string]uint64{}
 		for _, r := range spec.Rlimits {
 			e.Rlimits[RlimitName(r.Resource)] = r.Cur
+			if r.Resource == unix.RLIMIT_DATA || r.Resource == unix.RLIMIT_NPROC {
+				e.Limits = "rlimit" // memory or tasks bounded by rlimits
+			}
 		}
 	}
 	return e

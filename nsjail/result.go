@@ -50,8 +50,8 @@ type Enforced struct {
 	Rootfs string `json:"rootfs"`
 	// Network is "none" (private namespace, lo only) or "host".
 	Network string `json:"network"`
-	// Limits is the backend of the resource limits: "cgroup2",
-	// "cgroup1" or "rlimit".
+	// Limits is the backend of the memory and task limits: "cgroup2",
+	// "cgroup1", "rlimit", or "none" (a spec with neither).
 	Limits string `json:"limits"`
 	// Cgroup holds the cgroup limits (memory bytes, cpus, pids), when the
 	// backend is a cgroup.
