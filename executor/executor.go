@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -28,8 +29,14 @@ var (
 	ErrUnavailable = policy.ErrUnavailable
 )
 
-// Result is the outcome of one execution (see nsjail.Result).
-type Result = nsjail.Result
+// Result is the outcome of one execution: the jail's result (see
+// nsjail.Result; its JSON fields are airlock's result contract) plus the
+// language and the files the program left in /workspace when asked for.
+type Result struct {
+	nsjail.Result
+	Language string `json:"language,omitempty"`
+	Files    []File `json:"files,omitempty"`
+}
 
 // Config configures an Executor. The zero value is usable.
 type Config struct {
@@ -48,6 +55,10 @@ type Config struct {
 	// is used only while it and its files belong to this user and are not
 	// writable by others. "" = in-memory caching only.
 	SeccompCacheDir string
+	// WorkDir is where workspaces for code, files and sessions are made.
+	// "" = the system temp directory. Put it on a size-limited filesystem
+	// to bound what a program can write there.
+	WorkDir string
 }
 
 // Executor runs requests in sandboxes. It holds no per-run state (only a
@@ -62,8 +73,12 @@ type Executor struct {
 	cgroups *cgroups.Parent // where per-run cgroups go; nil = none usable
 	cgErr   error           // why not, when cgroups is nil
 
-	mu      sync.Mutex
-	filters map[string]*seccomp.Filter // compiled, by profile hash
+	langs map[string]Language // installed languages, by name and alias
+
+	mu       sync.Mutex
+	filters  map[string]*seccomp.Filter // compiled, by profile hash
+	sessions map[*Session]bool
+	closed   bool
 }
 
 // New returns an Executor.
@@ -82,7 +97,8 @@ func New(cfg Config) (*Executor, error) {
 			return nil, &policy.UnsupportedError{Control: name, Reason: c.Detail, Fix: c.Fix}
 		}
 	}
-	e := &Executor{cfg: cfg, notify: notify, host: host, filters: map[string]*seccomp.Filter{}}
+	e := &Executor{cfg: cfg, notify: notify, host: host, langs: detectLanguages(),
+		filters: map[string]*seccomp.Filter{}, sessions: map[*Session]bool{}}
 	if cfg.SeccompCacheDir != "" {
 		e.self = selfID()
 	}
@@ -131,10 +147,27 @@ func (e *Executor) filter(s policy.Seccomp) (*seccomp.Filter, error) {
 	return f, nil
 }
 
-// Request is one program to run under a policy.
+// Request is one program to run under a policy: either Args, or a
+// Language with its Code.
 type Request struct {
 	// Args is the program and its arguments, looked up in the sandbox's PATH.
 	Args []string
+	// Language names an installed language (see SupportsLanguage); Code is
+	// then its source, written to /workspace as a file (no argv length
+	// limit), and Argv its arguments.
+	Language string
+	Code     string
+	Argv     []string
+	// Input, if set, is a JSON document given to the program as the file
+	// /workspace/input.json, whose path is in $AIRLOCK_INPUT.
+	Input json.RawMessage
+	// Files are written into /workspace before the run, by relative path.
+	Files map[string][]byte
+	// CollectFiles returns the files the program leaves in /workspace
+	// (not the code, input or request files), within FileLimits: links,
+	// FIFOs and devices are reported, never followed or opened.
+	CollectFiles bool
+	FileLimits   FileLimits
 	// Policy governs the run. Its zero value is the default policy.
 	Policy policy.Policy
 	// Stdin is the program's input. nil = empty.
@@ -151,6 +184,123 @@ type Request struct {
 // ErrUnsupported, ErrUnavailable) says whether to fix, give up or retry.
 // A setup failure returns a setup_error Result together with the error.
 func (e *Executor) Execute(ctx context.Context, req Request) (*Result, error) {
+	if e.isClosed() {
+		return nil, errClosed
+	}
+	return e.execute(ctx, req, nil)
+}
+
+var errClosed = policy.Invalid("executor", "closed")
+
+func (e *Executor) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
+// execute runs req; ws is a session's workspace, or nil.
+func (e *Executor) execute(ctx context.Context, req Request, ws *workspace) (*Result, error) {
+	req, lang, skip, ws, temp, err := e.prepare(req, ws)
+	if err != nil {
+		return nil, err
+	}
+	if temp {
+		defer ws.remove()
+	}
+	jres, err := e.run(ctx, req)
+	if jres == nil {
+		return nil, err
+	}
+	res := &Result{Result: *jres, Language: lang}
+	if err == nil && req.CollectFiles {
+		if res.Files, err = ws.collect(req.FileLimits, skip); err != nil {
+			err = &policy.SetupError{Stage: "files out", Err: err}
+		}
+	}
+	return res, err
+}
+
+// prepare writes a request's code, input and files into a workspace (the
+// session's, or a new temporary one) and turns a language request into
+// Args. Requests that need none of it pass through.
+func (e *Executor) prepare(req Request, ws *workspace) (Request, string, map[string]bool, *workspace, bool, error) {
+	skip := map[string]bool{}
+	if ws == nil && req.Language == "" && len(req.Files) == 0 && len(req.Input) == 0 && !req.CollectFiles {
+		return req, "", skip, nil, false, nil
+	}
+	var lang Language
+	switch {
+	case req.Language != "" && len(req.Args) > 0:
+		return req, "", nil, nil, false, policy.Invalid("request", "give Args, or Language and Code, not both")
+	case req.Language == "" && len(req.Argv) > 0:
+		return req, "", nil, nil, false, policy.Invalid("argv", "Argv goes with Language; put arguments in Args")
+	case req.Language != "":
+		var err error
+		if lang, err = e.language(req.Language); err != nil {
+			return req, "", nil, nil, false, err
+		}
+	}
+	if req.Policy.Workspace != "" {
+		return req, "", nil, nil, false, policy.Invalid("workspace", "airlock makes the workspace for code, files and sessions; leave policy.workspace empty")
+	}
+	if len(req.Input) > 0 && !json.Valid(req.Input) {
+		return req, "", nil, nil, false, policy.Invalid("input", "not valid JSON")
+	}
+	temp := ws == nil
+	if temp {
+		var err error
+		if ws, err = newWorkspace(e.cfg.WorkDir); err != nil {
+			return req, "", nil, nil, false, err
+		}
+	}
+	fail := func(err error) (Request, string, map[string]bool, *workspace, bool, error) {
+		if temp {
+			ws.remove()
+		}
+		return req, "", nil, nil, false, err
+	}
+	env := map[string]string{}
+	for k, v := range req.Policy.Setenv {
+		env[k] = v
+	}
+	write := func(name string, data []byte) error { skip[name] = true; return ws.write(name, data) }
+	if lang.Name != "" {
+		if err := write(lang.File, []byte(req.Code)); err != nil {
+			return fail(err)
+		}
+		req.Args = lang.command(req.Argv)
+	}
+	if len(req.Input) > 0 {
+		if err := write("input.json", req.Input); err != nil {
+			return fail(err)
+		}
+		env["AIRLOCK_INPUT"] = "/workspace/input.json"
+	}
+	for name, data := range req.Files {
+		if err := write(name, data); err != nil {
+			return fail(err)
+		}
+	}
+	req.Policy.Workspace, req.Policy.Setenv = ws.dir, env
+	return req, lang.Name, skip, ws, temp, nil
+}
+
+// language returns an installed language: ErrUnsupported when the table
+// knows it but this host lacks its interpreter, ErrInvalid when unknown.
+func (e *Executor) language(name string) (Language, error) {
+	if l, ok := e.langs[name]; ok {
+		return l, nil
+	}
+	for _, l := range languages {
+		if l.Name == name || slices.Contains(l.Aliases, name) {
+			return Language{}, &policy.UnsupportedError{Control: "language " + name, Reason: l.Interpreter + " is not installed in /usr/local/bin, /usr/bin or /bin", Fix: "install " + l.Interpreter}
+		}
+	}
+	return Language{}, policy.Invalid("language", "%q is not one of %v", name, names(e.langs))
+}
+
+// run resolves req and runs it in the jail, in its own cgroup.
+func (e *Executor) run(ctx context.Context, req Request) (*nsjail.Result, error) {
 	spec, notEnforced, err := e.Resolve(req)
 	if err != nil {
 		return nil, err

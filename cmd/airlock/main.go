@@ -22,6 +22,8 @@ const usage = `usage: airlock COMMAND [flags]
 
 commands:
   run [flags] -- PROGRAM [ARGS...]   run a program in a sandbox
+  exec --lang L [-c CODE | FILE | -] [flags] [ARGS...]
+                                     run source code in a sandbox
   doctor [--json]                    what this host can enforce, and how to fix the rest
   policy show|validate|compile [NAME|FILE]
                                      inspect a policy and its seccomp filter
@@ -39,6 +41,8 @@ func cli(args []string) int {
 	switch args[0] {
 	case "run":
 		return runCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+	case "exec":
+		return execCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "doctor":
 		return doctorCmd(args[1:], os.Stdout, os.Stderr)
 	case "policy":

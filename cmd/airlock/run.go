@@ -175,8 +175,13 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return exitSetup
 	}
-	req := executor.Request{Args: fs.Args(), Policy: p, Stdin: stdin}
-	if !f.json {
+	return runRequest(executor.Request{Args: fs.Args(), Policy: p, Stdin: stdin}, f.json, stdout, stderr)
+}
+
+// runRequest runs one request through a new executor and reports it: the
+// program's output passed through, or one JSON result with --json.
+func runRequest(req executor.Request, asJSON bool, stdout, stderr io.Writer) int {
+	if !asJSON {
 		req.Stdout, req.Stderr = stdout, stderr
 	}
 	ex, err := executor.New(executor.Config{SeccompCacheDir: cacheDir()})
@@ -184,11 +189,12 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return exitSetup
 	}
+	defer ex.Close()
 	// SIGINT/SIGTERM cancel the run; the sandbox is killed and reaped.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := ex.Execute(ctx, req)
-	if f.json && res != nil {
+	if asJSON && res != nil {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(res)
@@ -197,7 +203,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return setupExitCode(err)
 	}
-	return exitCode(res)
+	return exitCode(&res.Result)
 }
 
 // cacheDir is where the CLI keeps compiled seccomp filters:

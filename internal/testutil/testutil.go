@@ -93,7 +93,11 @@ func RunErr(t testing.TB, args []string, mod func(*policy.Policy)) (*nsjail.Resu
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	return ex.Execute(ctx, executor.Request{Args: args, Policy: p})
+	res, err := ex.Execute(ctx, executor.Request{Args: args, Policy: p})
+	if res == nil {
+		return nil, err
+	}
+	return &res.Result, err
 }
 
 // Sh runs a shell script in a sandbox and requires it to exit 0.

@@ -1,0 +1,55 @@
+package executor
+
+// Capabilities is what this Executor can enforce on this host, from the
+// host probe and the discovery done by New: what a caller may rely on.
+type Capabilities struct {
+	// Backend is "namespaces": user, pid, mount, ipc, uts, cgroup and
+	// (unless the policy asks for the host's) net namespaces.
+	Backend string `json:"backend"`
+	// Filesystem isolation: a private read-only root (pivot_root).
+	Filesystem bool `json:"filesystem"`
+	// Network isolation: a private network namespace by default.
+	Network bool `json:"network"`
+	// Limits is how memory, tasks and CPU are bounded: "cgroup2",
+	// "cgroup1", or "rlimit" (then explicit limits need best_effort).
+	Limits string `json:"limits"`
+	// LimitsNote says why there is no cgroup, when there is none.
+	LimitsNote string `json:"limits_note,omitempty"`
+	// Seccomp filters are enforced; KillNames says kill rules report the
+	// syscall's name.
+	Seccomp   bool `json:"seccomp"`
+	KillNames bool `json:"kill_names"`
+	// Sessions keep a workspace across executions.
+	Sessions bool `json:"sessions"`
+	// Languages installed, by canonical name.
+	Languages []string `json:"languages"`
+	// Kernel release.
+	Kernel string `json:"kernel"`
+}
+
+// Capabilities reports what this Executor can enforce.
+func (e *Executor) Capabilities() Capabilities {
+	c := Capabilities{
+		Backend:    "namespaces",
+		Filesystem: true,
+		Network:    true,
+		Limits:     "rlimit",
+		Seccomp:    e.host.Get("seccomp").OK,
+		KillNames:  e.notify,
+		Sessions:   true,
+		Languages:  names(e.langs),
+		Kernel:     e.host.Kernel,
+	}
+	if e.cgroups != nil {
+		c.Limits = e.cgroups.Backend()
+	} else if e.cgErr != nil {
+		c.LimitsNote = e.cgErr.Error()
+	}
+	return c
+}
+
+// SupportsLanguage reports whether name (or an alias) is installed.
+func (e *Executor) SupportsLanguage(name string) bool {
+	_, ok := e.langs[name]
+	return ok
+}
