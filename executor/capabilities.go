@@ -53,3 +53,11 @@ func (e *Executor) SupportsLanguage(name string) bool {
 	_, ok := e.langs[name]
 	return ok
 }
+
+// CgroupDir is the directory per-run cgroups are made in ("" = none).
+func (e *Executor) CgroupDir() string {
+	if e.cgroups == nil {
+		return ""
+	}
+	return e.cgroups.Dir()
+}

@@ -1,24 +1,44 @@
-// Package executor is airlock's high-level API: it resolves a request
-// and its policy into a fully resolved jail spec and runs it.
+// Package executor is airlock's high-level API, the layer a daemon, an
+// agent framework or a judge links against.
 //
 // # Use
 //
-//	ex, err := executor.New(executor.Config{})
-//	res, err := ex.Execute(ctx, executor.Request{Args: []string{"python3", "-c", code}})
+//	func main() {
+//		nsjail.Init() // the re-exec hook, first thing in main
+//		ex, err := executor.New(executor.Config{})
+//		...
+//		res, err := ex.Execute(ctx, executor.Request{Language: "python", Code: code})
+//		...
+//		ex.Close()
+//	}
 //
-// Execute is safe for concurrent use. Program outcomes (non-zero exit,
-// signal, timeout, output overflow) are Results; a non-nil error means
-// there is no trusted outcome, and errors.Is with ErrInvalid,
-// ErrUnsupported or ErrUnavailable says whether to fix the request, give
-// up on this host, or retry.
+// New probes the host once (refusing one without user namespaces or the
+// new mount API), finds where per-run cgroups can be made, and reaps
+// groups left by a supervisor that died. Execute is safe for concurrent
+// use. A Request is either Args, or a Language (see Capabilities and
+// SupportsLanguage) with its Code, which is written into /workspace as a
+// file; Argv, Stdin, a JSON Input (/workspace/input.json, $AIRLOCK_INPUT)
+// and Files go with it, and CollectFiles brings the program's files back
+// within FileLimits, never following a link or opening a FIFO or device
+// the program planted. A Session keeps its /workspace across executions.
+//
+// # Outcomes and errors
+//
+// Program outcomes (non-zero exit, signal, timeout, memory_limit,
+// seccomp_violation, output overflow) are Results with a nil error. A
+// non-nil error means there is no trusted outcome; errors.Is with
+// ErrInvalid (fix the request), ErrUnsupported (this host cannot enforce
+// it: give up here) or ErrUnavailable (transient: retry) says what to do.
 //
 // # Fail closed
 //
-// A policy that asks for a control this host or build cannot enforce is
-// refused before anything runs, with the control and the fix named,
-// unless the policy is best_effort; Result.Enforced records what was
-// applied and what best_effort let go.
+// A policy that asks for a control this host or user cannot enforce is
+// refused before anything runs, naming the control and the fix, unless
+// the policy is best_effort; Result.Enforced records what was applied and
+// what best_effort let go.
 //
-// Binaries that use this package must call nsjail.Init first thing in
-// main.
+// # Not yet
+//
+// The only backend is the namespace jail; a plain-subprocess backend for
+// hosts without user namespaces is not built yet.
 package executor

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,3 +171,15 @@ const DelegatedEnv = "AIRLOCK_TEST_DELEGATED"
 // ExpectCgroups reports whether this run must be able to make per-run
 // cgroups: as root, or rootless inside a delegated cgroup.
 func ExpectCgroups() bool { return os.Getuid() == 0 || os.Getenv(DelegatedEnv) == "1" }
+
+// WorldReadableDir returns a temp dir, and makes it and its parents up
+// to the temp root traversable: as root the sandbox runs as host uid
+// 65534, which must reach directories bound in or made below it.
+func WorldReadableDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	return dir
+}
