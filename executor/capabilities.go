@@ -21,6 +21,12 @@ type Capabilities struct {
 	KillNames bool `json:"kill_names"`
 	// Sessions keep a workspace across executions.
 	Sessions bool `json:"sessions"`
+	// Namespaces says the jail can run here; NamespacesNote says why not.
+	// Without it only the process backend runs (by policy choice or
+	// best_effort), isolating nothing but rlimits, no_new_privs, seccomp,
+	// an unprivileged uid and the process-group kill.
+	Namespaces     bool   `json:"namespaces"`
+	NamespacesNote string `json:"namespaces_note,omitempty"`
 	// Languages installed, by canonical name.
 	Languages []string `json:"languages"`
 	// Kernel release.
@@ -31,14 +37,18 @@ type Capabilities struct {
 func (e *Executor) Capabilities() Capabilities {
 	c := Capabilities{
 		Backend:    "namespaces",
-		Filesystem: true,
-		Network:    true,
+		Filesystem: e.nsErr == nil,
+		Network:    e.nsErr == nil,
+		Namespaces: e.nsErr == nil,
 		Limits:     "rlimit",
 		Seccomp:    e.host.Get("seccomp").OK,
 		KillNames:  e.notify,
 		Sessions:   true,
 		Languages:  names(e.langs),
 		Kernel:     e.host.Kernel,
+	}
+	if e.nsErr != nil {
+		c.Backend, c.NamespacesNote = "process", e.nsErr.Error()
 	}
 	if e.cgroups != nil {
 		c.Limits = e.cgroups.Backend()

@@ -37,8 +37,14 @@
 // the policy is best_effort; Result.Enforced records what was applied and
 // what best_effort let go.
 //
-// # Not yet
+// # Backends
 //
-// The only backend is the namespace jail; a plain-subprocess backend for
-// hosts without user namespaces is not built yet.
+// The namespace jail is the backend. The process backend (Policy.Backend
+// "process") runs the program on the host, in its workspace, in a session
+// of its own, as an unprivileged uid, with only the policy's environment,
+// rlimits (or a cgroup where usable), no_new_privs and the seccomp
+// filter; the timeout kills its process group. It isolates no filesystem
+// and no network, and Capabilities and every Result say so. It runs only
+// when a policy chooses it, or as the fallback of a best_effort policy on
+// a host where the jail cannot run.
 package executor

@@ -70,6 +70,7 @@ type Executor struct {
 	self   string // identity of this binary, for the on-disk cache
 
 	host    *probe.Report   // what this host can enforce
+	nsErr   error           // why the namespace jail cannot run here, if it cannot
 	cgroups *cgroups.Parent // where per-run cgroups go; nil = none usable
 	cgErr   error           // why not, when cgroups is nil
 
@@ -91,13 +92,16 @@ func New(cfg Config) (*Executor, error) {
 	notify := seccomp.NotifySupported() && seccomp.ActionAvailable(seccomp.RetUserNotif)
 	// Fail closed on what no policy can do without: the new mount API and
 	// user namespaces.
+	// The jail needs user namespaces and the new mount API; without them
+	// only the process backend can run, by explicit choice or best_effort.
 	host := probe.Run()
+	var nsErr error
 	for _, name := range []string{"kernel", "user namespaces"} {
-		if c := host.Get(name); !c.OK {
-			return nil, &policy.UnsupportedError{Control: name, Reason: c.Detail, Fix: c.Fix}
+		if c := host.Get(name); !c.OK && nsErr == nil {
+			nsErr = &policy.UnsupportedError{Control: name, Reason: c.Detail, Fix: c.Fix + "; or choose the process backend (no isolation)"}
 		}
 	}
-	e := &Executor{cfg: cfg, notify: notify, host: host, langs: detectLanguages(),
+	e := &Executor{cfg: cfg, notify: notify, host: host, nsErr: nsErr, langs: detectLanguages(),
 		filters: map[string]*seccomp.Filter{}, sessions: map[*Session]bool{}}
 	if cfg.SeccompCacheDir != "" {
 		e.self = selfID()
@@ -200,7 +204,11 @@ func (e *Executor) isClosed() bool {
 
 // execute runs req; ws is a session's workspace, or nil.
 func (e *Executor) execute(ctx context.Context, req Request, ws *workspace) (*Result, error) {
-	req, lang, skip, ws, temp, err := e.prepare(req, ws)
+	process, _, err := e.backend(req.Policy)
+	if err != nil {
+		return nil, err
+	}
+	req, lang, skip, ws, temp, err := e.prepare(req, ws, process)
 	if err != nil {
 		return nil, err
 	}
@@ -223,9 +231,11 @@ func (e *Executor) execute(ctx context.Context, req Request, ws *workspace) (*Re
 // prepare writes a request's code, input and files into a workspace (the
 // session's, or a new temporary one) and turns a language request into
 // Args. Requests that need none of it pass through.
-func (e *Executor) prepare(req Request, ws *workspace) (Request, string, map[string]bool, *workspace, bool, error) {
+// The process backend always runs in a workspace: it is its working
+// directory on the host.
+func (e *Executor) prepare(req Request, ws *workspace, process bool) (Request, string, map[string]bool, *workspace, bool, error) {
 	skip := map[string]bool{}
-	if ws == nil && req.Language == "" && len(req.Files) == 0 && len(req.Input) == 0 && !req.CollectFiles {
+	if ws == nil && !process && req.Language == "" && len(req.Files) == 0 && len(req.Input) == 0 && !req.CollectFiles {
 		return req, "", skip, nil, false, nil
 	}
 	var lang Language
@@ -263,18 +273,23 @@ func (e *Executor) prepare(req Request, ws *workspace) (Request, string, map[str
 	for k, v := range req.Policy.Setenv {
 		env[k] = v
 	}
+	// Where the program sees the workspace.
+	root := "/workspace"
+	if process {
+		root = ws.dir
+	}
 	write := func(name string, data []byte) error { skip[name] = true; return ws.write(name, data) }
 	if lang.Name != "" {
 		if err := write(lang.File, []byte(req.Code)); err != nil {
 			return fail(err)
 		}
-		req.Args = lang.command(req.Argv)
+		req.Args = lang.command(root, req.Argv)
 	}
 	if len(req.Input) > 0 {
 		if err := write("input.json", req.Input); err != nil {
 			return fail(err)
 		}
-		env["AIRLOCK_INPUT"] = "/workspace/input.json"
+		env["AIRLOCK_INPUT"] = root + "/input.json"
 	}
 	for name, data := range req.Files {
 		if err := write(name, data); err != nil {
@@ -283,6 +298,22 @@ func (e *Executor) prepare(req Request, ws *workspace) (Request, string, map[str
 	}
 	req.Policy.Workspace, req.Policy.Setenv = ws.dir, env
 	return req, lang.Name, skip, ws, temp, nil
+}
+
+// backend says whether a policy runs on the process backend: when it
+// chose it, or, as a best_effort fallback, when the jail cannot run here
+// (then the isolation it lacks is listed as not enforced). Otherwise a
+// host without the jail's requirements refuses.
+func (e *Executor) backend(p policy.Policy) (bool, []string, error) {
+	switch {
+	case p.Backend == "process":
+		return true, nil, nil
+	case e.nsErr == nil:
+		return false, nil, nil
+	case p.BestEffort:
+		return true, []string{"namespaces", "filesystem isolation", "network isolation"}, nil
+	}
+	return false, nil, e.nsErr
 }
 
 // language returns an installed language: ErrUnsupported when the table
@@ -339,10 +370,15 @@ func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
 	if len(req.Args) == 0 || req.Args[0] == "" {
 		return nsjail.Spec{}, nil, policy.Invalid("args", "no program given")
 	}
-	limits, rl, notEnforced, err := e.limits(p)
+	process, notEnforced, err := e.backend(p)
 	if err != nil {
 		return nsjail.Spec{}, nil, err
 	}
+	limits, rl, limitsNote, err := e.limits(p)
+	if err != nil {
+		return nsjail.Spec{}, nil, err
+	}
+	notEnforced = append(notEnforced, limitsNote...)
 	filter, err := e.filter(p.Seccomp)
 	if c := e.host.Get("seccomp"); err == nil && filter != nil && !c.OK {
 		err = &policy.UnsupportedError{Control: "seccomp", Reason: c.Detail, Fix: c.Fix}
@@ -353,6 +389,9 @@ func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
 	}
 	if err != nil {
 		return nsjail.Spec{}, nil, err
+	}
+	if process {
+		return e.processSpec(req, p, rl, limits, filter, notEnforced)
 	}
 	extra, err := userMounts(p)
 	if err != nil {
@@ -386,6 +425,40 @@ func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
 		Logger:       e.cfg.Logger,
 	}
 	return spec, notEnforced, nil
+}
+
+// processSpec is the process backend's spec: the program runs in the
+// workspace directory on the host, with the policy's environment only.
+func (e *Executor) processSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, limits *cgroups.Limits, filter *seccomp.Filter, notEnforced []string) (nsjail.Spec, []string, error) {
+	switch {
+	case p.Workspace == "":
+		return nsjail.Spec{}, nil, policy.Invalid("workspace", "the process backend runs in a host workspace directory (Execute makes one)")
+	case len(p.Mounts) > 0:
+		return nsjail.Spec{}, nil, policy.Invalid("mounts", "the process backend cannot mount; use the namespaces backend")
+	}
+	env := environment(p)
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "HOME=") {
+			env[i] = "HOME=" + p.Workspace
+		}
+	}
+	return nsjail.Spec{
+		Args:         req.Args,
+		Env:          env,
+		Dir:          p.Workspace,
+		Process:      true,
+		Rlimits:      rl,
+		CgroupLimits: limits,
+		Seccomp:      filter,
+		Timeout:      time.Duration(p.Timeout),
+		CPUTime:      time.Duration(p.CPUTime),
+		Stdin:        req.Stdin,
+		Stdout:       req.Stdout,
+		Stderr:       req.Stderr,
+		OutputLimit:  int64(p.MaxOutput),
+		InitPath:     e.cfg.InitPath,
+		Logger:       e.cfg.Logger,
+	}, notEnforced, nil
 }
 
 // limits decides how memory, tasks and CPU are bounded. With a usable

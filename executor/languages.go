@@ -58,9 +58,10 @@ func detectLanguages() map[string]Language {
 	return out
 }
 
-// command is the argv that runs l's source file with the given arguments.
-func (l Language) command(argv []string) []string {
-	return slices.Concat([]string{l.Interpreter}, l.Flags, []string{"/workspace/" + l.File}, argv)
+// command is the argv that runs l's source file, in the workspace at
+// root as the program sees it, with the given arguments.
+func (l Language) command(root string, argv []string) []string {
+	return slices.Concat([]string{l.Interpreter}, l.Flags, []string{root + "/" + l.File}, argv)
 }
 
 // names lists the installed languages' canonical names, sorted.

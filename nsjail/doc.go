@@ -36,6 +36,14 @@
 // it maps to an unprivileged host id (65534 unless Spec.HostUID says
 // otherwise), never to host root.
 //
+// # Process backend
+//
+// Spec.Process runs the program without namespaces or root filesystem:
+// the init then only sets rlimits, the working directory, close-on-exec
+// fds, an empty capability set, no_new_privs and the seccomp filter, and
+// the supervisor kills the program's process group. It is the weaker
+// backend for hosts without user namespaces.
+//
 // # Requirements
 //
 // Linux 5.12 or newer (mount_setattr and the new mount API), user

@@ -87,6 +87,9 @@ func runInit(status *os.File) (err error) {
 	if err != nil {
 		return stage("read spec", err)
 	}
+	if cfg.Process {
+		return runProcess(status, cfg)
+	}
 	// A cgroup namespace rooted at the cgroup the parent placed us in, so
 	// /proc/self/cgroup shows "/" and no host path. unshare affects only
 	// this thread, which is the one that execs.
@@ -164,6 +167,54 @@ func runInit(status *os.File) (err error) {
 		}
 	}
 	// Nothing but exec after this point.
+	return stage("exec", unix.Exec(argv0, cfg.Args, cfg.Env))
+}
+
+// runProcess is the process backend's sequence: no namespaces and no
+// root filesystem; the program runs on the host (already as an
+// unprivileged uid and in a session of its own, from the clone), under
+// rlimits, with no capabilities, no_new_privs and the seccomp filter.
+func runProcess(status *os.File, cfg *initConfig) error {
+	for _, r := range cfg.Rlimits {
+		if err := stage("setrlimit", unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max})); err != nil {
+			return err
+		}
+	}
+	if err := stage("chdir", unix.Chdir(cfg.Dir)); err != nil {
+		return err
+	}
+	argv0, err := lookPath(cfg.Args[0], cfg.Env)
+	if err != nil {
+		return stage("exec", err)
+	}
+	if err := stage("close fds", closeFrom(3)); err != nil {
+		return err
+	}
+	// An unprivileged process cannot shrink its bounding set (that needs
+	// CAP_SETPCAP); it has no capabilities to drop, and no_new_privs keeps
+	// setuid and file-capability binaries from granting any.
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := stage("capset", unix.Capset(&hdr, &data[0])); err != nil {
+		return err
+	}
+	if err := stage("no_new_privs", unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)); err != nil {
+		return err
+	}
+	if err := stage("report ready", writeStatus(status, initStatus{Ready: true})); err != nil {
+		return err
+	}
+	if f := cfg.Seccomp; f != nil {
+		listener, err := seccomp.Load(f.Program, f.Notify)
+		if err != nil {
+			return stage("seccomp", err)
+		}
+		if f.Notify {
+			if err := stage("send listener", sendListener(listener)); err != nil {
+				return err
+			}
+		}
+	}
 	return stage("exec", unix.Exec(argv0, cfg.Args, cfg.Env))
 }
 

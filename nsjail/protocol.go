@@ -45,6 +45,7 @@ type initConfig struct {
 	Dir      string          `json:"dir"`
 	Hostname string          `json:"hostname"`
 	NetNS    bool            `json:"netns"`
+	Process  bool            `json:"process,omitempty"`
 	Plan     rootfs.Plan     `json:"plan"`
 	Staging  string          `json:"staging"`
 	Rlimits  []Rlimit        `json:"rlimits"`

@@ -42,6 +42,9 @@ type CgroupLimits struct {
 // Enforced records what was actually applied to a run, so that a judge or
 // a harness can audit it.
 type Enforced struct {
+	// Backend is "namespaces" (the jail) or "process" (no isolation but
+	// rlimits, no_new_privs, seccomp and the process-group kill).
+	Backend string `json:"backend"`
 	// Namespaces the sandbox had of its own.
 	Namespaces []string `json:"namespaces"`
 	// UIDMap is the sandbox's uid_map line: inside, host, count.

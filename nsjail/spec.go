@@ -27,6 +27,13 @@ type Spec struct {
 	// HostNetwork shares the host's network namespace. false (the
 	// default) gives a private one with only lo, up.
 	HostNetwork bool
+	// Process selects the process backend: no namespaces and no root
+	// filesystem. The program runs on the host, in Dir (a host path), in
+	// a session of its own, under Rlimits, no_new_privs and Seccomp, as
+	// the caller's uid (65534 when the caller is root); the timeout kills
+	// its process group (and its cgroup, if it has one). It isolates
+	// nothing else: a weaker backend for hosts without user namespaces.
+	Process bool
 	// Plan is the sandbox's filesystem. Mandatory (see rootfs.Default).
 	Plan rootfs.Plan
 	// Rlimits are set on the program (they are inherited by its children).
@@ -85,8 +92,10 @@ func (s *Spec) validate() error {
 		return policy.Invalid("host uid/gid", "must not be negative")
 	case s.Seccomp != nil && (len(s.Seccomp.Program) == 0 || len(s.Seccomp.Program) > seccomp.MaxInstructions):
 		return policy.Invalid("seccomp", "filter of %d instructions (want 1..%d)", len(s.Seccomp.Program), seccomp.MaxInstructions)
-	case len(s.Plan.Ops) == 0:
+	case len(s.Plan.Ops) == 0 && !s.Process:
 		return policy.Invalid("plan", "empty filesystem plan")
+	case s.Process && (len(s.Plan.Ops) > 0 || s.HostNetwork):
+		return policy.Invalid("plan", "the process backend has no filesystem plan and no network namespace")
 	}
 	if err := s.Plan.Validate(); err != nil {
 		return policy.Invalid("plan", "%v", err)

@@ -140,6 +140,12 @@ func (s *Sandbox) kill(reason Status) error {
 		s.reason = reason
 	}
 	s.mu.Unlock()
+	if s.spec.Process {
+		// The process backend's tree is its process group (the leader's
+		// pid); a process that left it with setsid escapes unless a
+		// cgroup holds the run.
+		unix.Kill(-s.cmd.Process.Pid, unix.SIGKILL)
+	}
 	err := s.cmd.Process.Kill()
 	if errors.Is(err, os.ErrProcessDone) {
 		return nil
@@ -162,6 +168,11 @@ func (s *Sandbox) killReason() Status {
 func (s *Sandbox) Wait() (*Result, error) {
 	<-s.exited
 	wall := time.Since(s.start)
+	if s.spec.Process {
+		// What the program left running in its group goes with it, as the
+		// pid namespace takes everything with pid 1.
+		unix.Kill(-s.cmd.Process.Pid, unix.SIGKILL)
+	}
 	s.mu.Lock()
 	cancelled, reason, violation := s.cancel, s.reason, s.violation
 	s.mu.Unlock()

@@ -79,6 +79,13 @@ type Policy struct {
 	EnvPass []string `json:"env_pass,omitempty"`
 	// MaxOutput caps each captured stream (stdout, stderr). 0 = 1 MiB.
 	MaxOutput Size `json:"max_output,omitempty"`
+	// Backend is "namespaces" (the default: the jail) or "process": no
+	// namespaces and no filesystem or network isolation, only rlimits,
+	// no_new_privs, the seccomp filter, an unprivileged uid and the
+	// process-group kill. The process backend is used only when chosen
+	// here, or as the fallback of a best_effort policy on a host without
+	// user namespaces; results say which ran.
+	Backend string `json:"backend,omitempty"`
 	// Seccomp is the syscall filter. Zero value = the default profile.
 	Seccomp Seccomp `json:"seccomp,omitempty"`
 	// BestEffort allows running with weaker controls than asked when the
@@ -191,6 +198,11 @@ func (p *Policy) Validate() error {
 		return Invalid("open_files", "must be at least 16")
 	case p.MaxOutput < 0:
 		return Invalid("max_output", "must not be negative")
+	}
+	switch p.Backend {
+	case "", "namespaces", "process":
+	default:
+		return Invalid("backend", "%q is not one of namespaces, process", p.Backend)
 	}
 	switch p.Net {
 	case NetNone, NetLoopback, NetHost:

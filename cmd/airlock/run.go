@@ -31,7 +31,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 type runFlags struct {
 	policyFile, preset, timeout, cpuTime, memory, maxOutput string
-	workspace, chdir, net                                   string
+	workspace, chdir, net, backend                          string
 	pids                                                    int
 	cpus                                                    float64
 	roBinds, binds, tmpfs, setenv, envPass                  listFlag
@@ -47,6 +47,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.pids, "pids", 0, "maximum number of tasks (default 256)")
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU rate limit in cores")
 	fs.StringVar(&f.net, "net", "", "network: none|loopback|host (default none)")
+	fs.StringVar(&f.backend, "backend", "", "namespaces (default) or process (no isolation: rlimits, seccomp, process-group kill)")
 	fs.Var(&f.roBinds, "ro-bind", "bind host `SRC[:DST]` read-only (repeatable)")
 	fs.Var(&f.binds, "bind", "bind host `SRC[:DST]` writable (repeatable)")
 	fs.Var(&f.tmpfs, "tmpfs", "mount a tmpfs at `DST[:SIZE]` (repeatable)")
@@ -108,6 +109,9 @@ func (f *runFlags) policy() (policy.Policy, error) {
 	}
 	if f.net != "" {
 		p.Net = policy.Net(f.net)
+	}
+	if f.backend != "" {
+		p.Backend = f.backend
 	}
 	if f.workspace != "" {
 		p.Workspace = f.workspace
