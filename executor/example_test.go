@@ -41,7 +41,7 @@ func Example() {
 			defer wg.Done()
 			p := p
 			if name == "loop" {
-				p.Timeout = policy.Duration(200 * time.Millisecond)
+				p.Timeout = policy.Duration(time.Second)
 			}
 			res, err := ex.Execute(context.Background(), executor.Request{Language: "python", Code: code, Policy: p})
 			var line string

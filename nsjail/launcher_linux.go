@@ -52,7 +52,14 @@ const reasonCancelled Status = "cancelled"
 // for a setup failure the Result (status setup_error) is returned too, so
 // it can be reported.
 func Run(ctx context.Context, spec Spec) (*Result, error) {
+	t0 := time.Now()
 	sb, err := Start(ctx, spec)
+	if errors.Is(err, errSetupTimeout) {
+		// The run's wall clock ran out before the program did: an
+		// outcome (a slow or overloaded host), not a broken sandbox.
+		return &Result{Status: StatusTimeout, Signal: "SIGKILL", WallTimeMS: time.Since(t0).Milliseconds(),
+			Error: errSetupTimeout.Error(), Enforced: enforcedFor(&spec)}, nil
+	}
 	if err != nil {
 		var se *policy.SetupError
 		if errors.As(err, &se) {
@@ -128,15 +135,11 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	// code runs.
 	if spec.Cgroup != nil && !placed {
 		if err := spec.Cgroup.Add(s.cmd.Process.Pid); err != nil {
-			s.Kill()
-			<-s.exited
-			return nil, &policy.SetupError{Stage: "cgroup placement", Err: err}
+			return nil, s.setupFailed("cgroup placement", err)
 		}
 	}
 	if err := json.NewEncoder(specW).Encode(cfg); err != nil {
-		s.Kill()
-		<-s.exited
-		return nil, &policy.SetupError{Stage: "send spec", Err: err}
+		return nil, s.setupFailed("send spec", err)
 	}
 	specW.Close()
 	if err := s.awaitExec(statusR); err != nil {
@@ -145,6 +148,21 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// errSetupTimeout: the wall-clock limit expired before the program was
+// exec'd. Run reports it as a timeout Result.
+var errSetupTimeout = errors.New("the timeout expired during setup, before the program ran")
+
+// setupFailed kills and reaps the init after a failed setup step; when
+// the timeout killed it first, that is the cause.
+func (s *Sandbox) setupFailed(stage string, err error) error {
+	s.Kill()
+	<-s.exited
+	if s.killReason() == StatusTimeout {
+		err = errSetupTimeout
+	}
+	return &policy.SetupError{Stage: stage, Err: err}
 }
 
 // startInit starts the init on its supervising thread (see supervise).

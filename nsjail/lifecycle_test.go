@@ -198,3 +198,21 @@ func TestLanguagesHello(t *testing.T) {
 		})
 	}
 }
+
+// A wall clock that runs out before the program is exec'd is a timeout
+// result, not an error: the caller learns the outcome, not "no trusted
+// outcome".
+func TestTimeoutDuringSetupIsAResult(t *testing.T) {
+	testutil.RequireUserNS(t)
+	ex, _ := executor.New(executor.Config{})
+	p := policy.Default()
+	p.Timeout = policy.Duration(time.Microsecond)
+	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/echo", "ran"}, Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := nsjail.Run(t.Context(), spec)
+	if err != nil || res.Status != nsjail.StatusTimeout || res.Stdout != "" {
+		t.Fatalf("got %v %+v", err, res)
+	}
+}

@@ -89,7 +89,7 @@ func (s *Sandbox) awaitExec(statusR *os.File) error {
 		<-s.exited
 		switch s.killReason() {
 		case StatusTimeout:
-			return &policy.SetupError{Stage: "init", Err: errors.New("timeout expired during setup")}
+			return &policy.SetupError{Stage: "init", Err: errSetupTimeout}
 		case reasonCancelled:
 			return fmt.Errorf("nsjail: run cancelled during setup: %w", s.cancelErr())
 		}
