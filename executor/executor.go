@@ -406,24 +406,8 @@ func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
 	if err != nil {
 		return nsjail.Spec{}, nil, policy.Invalid("mounts", "%v", err)
 	}
-	spec := nsjail.Spec{
-		Args:         req.Args,
-		Env:          environment(p),
-		Dir:          p.Chdir,
-		HostNetwork:  p.Net == policy.NetHost,
-		Plan:         plan,
-		Rlimits:      rl,
-		CgroupLimits: limits,
-		Seccomp:      filter,
-		Timeout:      time.Duration(p.Timeout),
-		CPUTime:      time.Duration(p.CPUTime),
-		Stdin:        req.Stdin,
-		Stdout:       req.Stdout,
-		Stderr:       req.Stderr,
-		OutputLimit:  int64(p.MaxOutput),
-		InitPath:     e.cfg.InitPath,
-		Logger:       e.cfg.Logger,
-	}
+	spec := e.baseSpec(req, p, rl, limits, filter)
+	spec.Env, spec.Dir, spec.HostNetwork, spec.Plan = environment(p), p.Chdir, p.Net == policy.NetHost, plan
 	return spec, notEnforced, nil
 }
 
@@ -442,11 +426,15 @@ func (e *Executor) processSpec(req Request, p policy.Policy, rl []nsjail.Rlimit,
 			env[i] = "HOME=" + p.Workspace
 		}
 	}
+	spec := e.baseSpec(req, p, rl, limits, filter)
+	spec.Env, spec.Dir, spec.Process = env, p.Workspace, true
+	return spec, notEnforced, nil
+}
+
+// baseSpec holds what both backends' specs share.
+func (e *Executor) baseSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, limits *cgroups.Limits, filter *seccomp.Filter) nsjail.Spec {
 	return nsjail.Spec{
 		Args:         req.Args,
-		Env:          env,
-		Dir:          p.Workspace,
-		Process:      true,
 		Rlimits:      rl,
 		CgroupLimits: limits,
 		Seccomp:      filter,
@@ -458,7 +446,7 @@ func (e *Executor) processSpec(req Request, p policy.Policy, rl []nsjail.Rlimit,
 		OutputLimit:  int64(p.MaxOutput),
 		InitPath:     e.cfg.InitPath,
 		Logger:       e.cfg.Logger,
-	}, notEnforced, nil
+	}
 }
 
 // limits decides how memory, tasks and CPU are bounded. With a usable

@@ -120,6 +120,21 @@ func runInit(status *os.File) (err error) {
 			return err
 		}
 	}
+	return finish(status, cfg, dropCapabilities)
+}
+
+// runProcess is the process backend's sequence: no namespaces and no
+// root filesystem; the program runs on the host (already as an
+// unprivileged uid and in a session of its own, from the clone), under
+// rlimits, with no capabilities, no_new_privs and the seccomp filter.
+func runProcess(status *os.File, cfg *initConfig) error {
+	return finish(status, cfg, clearCapabilities)
+}
+
+// finish is the end of both sequences, the jail's and the process
+// backend's: limits, working directory, fds, capabilities, no_new_privs,
+// then seccomp and exec. dropCaps empties the capability sets.
+func finish(status *os.File, cfg *initConfig, dropCaps func() error) error {
 	// Rlimits before the capability drop (raising a hard limit needs
 	// CAP_SYS_RESOURCE). Setting NOFILE explicitly also stops the Go
 	// runtime from restoring its own soft limit at exec.
@@ -128,8 +143,8 @@ func runInit(status *os.File) (err error) {
 			return err
 		}
 	}
-	// The working directory is set after pivot_root, inside the new root,
-	// so it can never point into the host (CVE-2024-21626).
+	// The working directory is set after pivot_root, inside the new root
+	// (jail), so it can never point into the host (CVE-2024-21626).
 	if err := stage("chdir", unix.Chdir(cfg.Dir)); err != nil {
 		return err
 	}
@@ -143,7 +158,7 @@ func runInit(status *os.File) (err error) {
 	if err := stage("close fds", closeFrom(3)); err != nil {
 		return err
 	}
-	if err := stage("drop capabilities", dropCapabilities()); err != nil {
+	if err := stage("drop capabilities", dropCaps()); err != nil {
 		return err
 	}
 	if err := stage("no_new_privs", unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)); err != nil {
@@ -170,52 +185,14 @@ func runInit(status *os.File) (err error) {
 	return stage("exec", unix.Exec(argv0, cfg.Args, cfg.Env))
 }
 
-// runProcess is the process backend's sequence: no namespaces and no
-// root filesystem; the program runs on the host (already as an
-// unprivileged uid and in a session of its own, from the clone), under
-// rlimits, with no capabilities, no_new_privs and the seccomp filter.
-func runProcess(status *os.File, cfg *initConfig) error {
-	for _, r := range cfg.Rlimits {
-		if err := stage("setrlimit", unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max})); err != nil {
-			return err
-		}
-	}
-	if err := stage("chdir", unix.Chdir(cfg.Dir)); err != nil {
-		return err
-	}
-	argv0, err := lookPath(cfg.Args[0], cfg.Env)
-	if err != nil {
-		return stage("exec", err)
-	}
-	if err := stage("close fds", closeFrom(3)); err != nil {
-		return err
-	}
-	// An unprivileged process cannot shrink its bounding set (that needs
-	// CAP_SETPCAP); it has no capabilities to drop, and no_new_privs keeps
-	// setuid and file-capability binaries from granting any.
+// clearCapabilities empties the effective, permitted and inheritable
+// sets. An unprivileged process cannot shrink its bounding set (that
+// needs CAP_SETPCAP); no_new_privs keeps setuid and file-capability
+// binaries from granting anything.
+func clearCapabilities() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
-	if err := stage("capset", unix.Capset(&hdr, &data[0])); err != nil {
-		return err
-	}
-	if err := stage("no_new_privs", unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)); err != nil {
-		return err
-	}
-	if err := stage("report ready", writeStatus(status, initStatus{Ready: true})); err != nil {
-		return err
-	}
-	if f := cfg.Seccomp; f != nil {
-		listener, err := seccomp.Load(f.Program, f.Notify)
-		if err != nil {
-			return stage("seccomp", err)
-		}
-		if f.Notify {
-			if err := stage("send listener", sendListener(listener)); err != nil {
-				return err
-			}
-		}
-	}
-	return stage("exec", unix.Exec(argv0, cfg.Args, cfg.Env))
+	return unix.Capset(&hdr, &data[0])
 }
 
 func readConfig() (*initConfig, error) {
