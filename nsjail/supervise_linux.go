@@ -135,11 +135,11 @@ func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }
 func (s *Sandbox) Kill() error { return s.kill(StatusSignaled) }
 
 func (s *Sandbox) kill(reason Status) error {
+	// The reason is recorded only when the signal found the process, and
+	// under the lock Wait reads it with: a program that ended on its own
+	// just before a late timer is not reported as killed.
 	s.mu.Lock()
-	if s.reason == "" {
-		s.reason = reason
-	}
-	s.mu.Unlock()
+	defer s.mu.Unlock()
 	if s.spec.Process {
 		// The process backend's tree is its process group (the leader's
 		// pid); a process that left it with setsid escapes unless a
@@ -149,6 +149,9 @@ func (s *Sandbox) kill(reason Status) error {
 	err := s.cmd.Process.Kill()
 	if errors.Is(err, os.ErrProcessDone) {
 		return nil
+	}
+	if s.reason == "" {
+		s.reason = reason
 	}
 	return err
 }
