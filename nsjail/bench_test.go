@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/seccomp"
@@ -42,7 +43,7 @@ int main(void) {
 //
 //	go test -run '^$' -bench SyscallLoop -benchtime 20x ./nsjail
 func BenchmarkSyscallLoop(b *testing.B) {
-	dir := worldReadableTempDir(b)
+	dir := testutil.WorldReadableDir(b)
 	src, bin := filepath.Join(dir, "loop.c"), filepath.Join(dir, "loop")
 	os.WriteFile(src, []byte(loopC), 0o644)
 	if out, err := exec.Command("gcc", "-O2", "-static", "-o", bin, src).CombinedOutput(); err != nil {

@@ -220,7 +220,7 @@ echo a > /workspace/a && echo b > /tmp/b && echo c > /dev/shm/c && cat /workspac
 // F07: a host directory that is not bound is invisible, and a bound one
 // is visible only where it was bound.
 func TestUnboundHostDirInvisible(t *testing.T) {
-	dir := worldReadableTempDir(t)
+	dir := testutil.WorldReadableDir(t)
 	canary := filepath.Join(dir, "airlock-canary-file")
 	if err := os.WriteFile(canary, []byte("canary"), 0o644); err != nil {
 		t.Fatal(err)
@@ -258,7 +258,7 @@ func TestSecretEnvNotInherited(t *testing.T) {
 // A09: a mount target below a writable host directory that holds a
 // symlink is refused, never followed out of the sandbox.
 func TestSymlinkedMountTargetRefused(t *testing.T) {
-	ws := worldReadableTempDir(t)
+	ws := testutil.WorldReadableDir(t)
 	if err := os.Symlink("/etc", filepath.Join(ws, "sub")); err != nil {
 		t.Fatal(err)
 	}
@@ -304,17 +304,4 @@ func TestInvalidRequestsAreErrInvalid(t *testing.T) {
 	if _, err := ex.Execute(t.Context(), executor.Request{}); !errors.Is(err, policy.ErrInvalid) {
 		t.Errorf("no program: got %v", err)
 	}
-}
-
-// worldReadableTempDir returns a temp dir the sandbox's mapped uid can
-// enter (as root, the sandbox runs as host uid 65534).
-func worldReadableTempDir(t testing.TB) string {
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for d := filepath.Dir(dir); d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
-		os.Chmod(d, 0o755)
-	}
-	return dir
 }
