@@ -168,7 +168,7 @@ func TestConcurrentExecutions(t *testing.T) {
 	}
 }
 
-func countFDs(t *testing.T) int {
+func countFDs(t testing.TB) int {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,112 @@
+package executor_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// soakKind is one kind of run of the soak and the status it must end in.
+type soakKind struct {
+	name string
+	req  executor.Request
+	want nsjail.Status
+}
+
+func soakKinds(withCgroup bool) []soakKind {
+	short := policy.Policy{Timeout: policy.Duration(300 * time.Millisecond)}
+	kill := policy.Policy{Seccomp: policy.Seccomp{Rules: []policy.SyscallRule{{Names: []string{"getppid"}, Action: policy.ActKill}}}}
+	flood := policy.Policy{MaxOutput: 64 << 10}
+	bomb := policy.Policy{Timeout: policy.Duration(2 * time.Second), BestEffort: true, Pids: 16}
+	kinds := []soakKind{
+		{"ok", executor.Request{Args: []string{"true"}}, nsjail.StatusOK},
+		{"timeout", executor.Request{Args: []string{"sleep", "10"}, Policy: short}, nsjail.StatusTimeout},
+		{"seccomp kill", executor.Request{Language: "python", Code: "import os; os.getppid()", Policy: kill}, nsjail.StatusSeccompViolation},
+		{"output flood", executor.Request{Args: []string{"head", "-c", "10000000", "/dev/zero"}, Policy: flood}, nsjail.StatusOutputLimit},
+		// A fork bomb ends when its parent gives up (exit) or at the timeout.
+		{"fork bomb", executor.Request{Language: "sh", Code: "b() { b | b & }; b; sleep 1", Policy: bomb}, ""},
+	}
+	if withCgroup {
+		oom := policy.Policy{Memory: 32 << 20}
+		kinds = append(kinds, soakKind{"oom", executor.Request{Language: "python", Code: "a = bytearray(200 << 20)", Policy: oom}, nsjail.StatusMemoryLimit})
+	}
+	return kinds
+}
+
+// BenchmarkSoak runs b.N mixed sandboxes (ok, timeout, seccomp kill,
+// output flood, fork bomb and, with a cgroup, OOM) two at a time and
+// checks every result, then that nothing leaked: processes, workspaces,
+// cgroups, fds. It reports runs per second. scripts/soak runs 2,000:
+//
+//	go test -run '^$' -bench Soak -benchtime 2000x ./executor
+func BenchmarkSoak(b *testing.B) {
+	testutil.RequireUserNS(b)
+	work := testutil.WorldReadableDir(b)
+	ex, err := executor.New(executor.Config{WorkDir: work})
+	if err != nil {
+		b.Fatal(err)
+	}
+	kinds := soakKinds(ex.Capabilities().Limits != "rlimit")
+	fds := countFDs(b)
+	var next atomic.Int64
+	var mu sync.Mutex
+	bad := map[string]int{}
+	counts := map[string]int{}
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				k := kinds[i%len(kinds)]
+				res, err := ex.Execute(b.Context(), k.req)
+				ok := err == nil && (k.want == "" || res.Status == k.want)
+				mu.Lock()
+				counts[k.name]++
+				if !ok {
+					bad[fmt.Sprintf("%s: %v %v", k.name, err, res)]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	ex.Close()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
+	b.ReportMetric(0, "ns/op")
+	for what, n := range bad {
+		b.Errorf("%d wrong results: %s", n, what)
+	}
+	if left, _ := os.ReadDir(work); len(left) != 0 {
+		b.Errorf("workspaces left: %d", len(left))
+	}
+	if d := ex.CgroupDir(); d != "" {
+		if left, _ := filepath.Glob(filepath.Join(d, fmt.Sprintf("airlock-%d-*", os.Getpid()))); len(left) != 0 {
+			b.Errorf("cgroups left: %v", left)
+		}
+	}
+	if !testutil.WaitFor(2*time.Second, func() bool { return countFDs(b) <= fds }) {
+		b.Errorf("fds: %d before, %d after", fds, countFDs(b))
+	}
+	if left := testutil.HostProcsWith("sleep", "10"); len(left) != 0 {
+		b.Errorf("processes left: %v", left)
+	}
+	b.Logf("%d runs in %v (%v): %.1f runs/s", b.N, elapsed.Round(time.Millisecond), counts, float64(b.N)/elapsed.Seconds())
+}
