@@ -222,3 +222,14 @@ func TestTimeoutDuringSetupIsAResult(t *testing.T) {
 		t.Fatalf("killed before exec without saying so: %+v", res)
 	}
 }
+
+// A stream past its cap is output_limit even when the program had already
+// ended by the time the supervisor acted on it.
+func TestOutputLimitAfterExit(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		res := testutil.Run(t, []string{"/bin/sh", "-c", "head -c 5000 /dev/zero | tr '\\0' x"}, func(p *policy.Policy) { p.MaxOutput = 1000 })
+		if res.Status != nsjail.StatusOutputLimit || len(res.Stdout) != 1000 || !res.StdoutTruncated {
+			t.Fatalf("run %d: status %s, %d bytes, truncated %v", i, res.Status, len(res.Stdout), res.StdoutTruncated)
+		}
+	}
+}

@@ -135,11 +135,16 @@ func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }
 func (s *Sandbox) Kill() error { return s.kill(StatusSignaled) }
 
 func (s *Sandbox) kill(reason Status) error {
-	// The reason is recorded only when the signal found the process, and
-	// under the lock Wait reads it with: a program that ended on its own
-	// just before a late timer is not reported as killed.
+	// Reasons are recorded under the lock Wait reads them with. An output
+	// overflow or a seccomp violation happened whether or not the program
+	// is still there to kill; a timeout, a cancellation or Kill is the
+	// cause only if the signal found the process (a program that ended on
+	// its own just before a late timer was not killed).
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if (reason == StatusOutputLimit || reason == StatusSeccompViolation) && s.reason == "" {
+		s.reason = reason
+	}
 	if s.spec.Process {
 		// The process backend's tree is its process group (the leader's
 		// pid); a process that left it with setsid escapes unless a
