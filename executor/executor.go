@@ -55,6 +55,9 @@ type Config struct {
 	// is used only while it and its files belong to this user and are not
 	// writable by others. "" = in-memory caching only.
 	SeccompCacheDir string
+	// Pool keeps sandboxes prepared ahead of requests (see PoolConfig).
+	// The zero value has no pool.
+	Pool PoolConfig
 	// WorkDir is where workspaces for code, files and sessions are made.
 	// "" = the system temp directory. Put it on a size-limited filesystem
 	// to bound what a program can write there.
@@ -75,6 +78,7 @@ type Executor struct {
 	cgErr   error           // why not, when cgroups is nil
 
 	langs map[string]Language // installed languages, by name and alias
+	pool  *pool               // prepared sandboxes; nil = none
 
 	mu       sync.Mutex
 	filters  map[string]*seccomp.Filter // compiled, by profile hash
@@ -111,6 +115,12 @@ func New(cfg Config) (*Executor, error) {
 		// Groups left by a supervisor that died mid-run (SIGKILL) go now.
 		if n, err := e.cgroups.ReapStale(); n > 0 || err != nil {
 			cfg.Logger.Info("reaped stale cgroups", slog.Int("count", n), slog.Any("error", err))
+		}
+	}
+	if cfg.Pool.Size > 0 {
+		var err error
+		if e.pool, err = newPool(e, cfg.Pool); err != nil {
+			return nil, err
 		}
 	}
 	return e, nil
@@ -207,6 +217,11 @@ func (e *Executor) execute(ctx context.Context, req Request, ws *workspace) (*Re
 	process, _, err := e.backend(req.Policy)
 	if err != nil {
 		return nil, err
+	}
+	if e.pool != nil && ws == nil && !process {
+		if res, ok, err := e.pool.execute(ctx, req); ok {
+			return res, err
+		}
 	}
 	req, lang, skip, ws, temp, err := e.prepare(req, ws, process)
 	if err != nil {

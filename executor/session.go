@@ -107,5 +107,8 @@ func (e *Executor) Close() error {
 	for _, s := range open {
 		errs = append(errs, s.Close())
 	}
+	if e.pool != nil {
+		errs = append(errs, e.pool.close())
+	}
 	return errors.Join(errs...)
 }

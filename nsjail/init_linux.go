@@ -81,9 +81,10 @@ func runInit(status *os.File) (err error) {
 	if _, err := unix.FcntlInt(statusFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 		return stage("status pipe", err)
 	}
-	// Reading the spec to EOF is the barrier: the parent writes it only
-	// once the sandbox is placed, and an early EOF means it died.
-	cfg, err := readConfig()
+	// Reading the spec is the barrier: the parent writes it only once the
+	// sandbox is placed, and an early EOF means it died.
+	spec := json.NewDecoder(io.LimitReader(os.NewFile(specFD, "spec"), maxSpec))
+	cfg, err := readConfig(spec)
 	if err != nil {
 		return stage("read spec", err)
 	}
@@ -117,6 +118,17 @@ func runInit(status *os.File) (err error) {
 	}
 	if cfg.NetNS {
 		if err := stage("loopback up", loopbackUp()); err != nil {
+			return err
+		}
+	}
+	if cfg.Deferred {
+		// A prepared sandbox: the jail is built; the program, its limits
+		// and its filter come with a request. Nothing of it has run yet,
+		// and everything after this point is the same as a cold start.
+		if err := stage("report prepared", writeStatus(status, initStatus{Prepared: true})); err != nil {
+			return err
+		}
+		if err := stage("read program", readProgram(spec, &cfg.programConfig)); err != nil {
 			return err
 		}
 	}
@@ -195,21 +207,28 @@ func clearCapabilities() error {
 	return unix.Capset(&hdr, &data[0])
 }
 
-func readConfig() (*initConfig, error) {
-	f := os.NewFile(specFD, "spec")
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 64<<20))
-	if err != nil {
-		return nil, err
-	}
+// maxSpec bounds what the init reads from its parent.
+const maxSpec = 64 << 20
+
+func readConfig(dec *json.Decoder) (*initConfig, error) {
 	var cfg initConfig
-	if err := json.Unmarshal(data, &cfg); err != nil {
+	if err := dec.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("parent sent no valid spec (died?): %w", err)
 	}
-	if len(cfg.Args) == 0 {
+	if len(cfg.Args) == 0 && !cfg.Deferred {
 		return nil, errors.New("spec has no program")
 	}
 	return &cfg, nil
+}
+
+func readProgram(dec *json.Decoder, p *programConfig) error {
+	if err := dec.Decode(p); err != nil {
+		return fmt.Errorf("parent sent no valid program (died?): %w", err)
+	}
+	if len(p.Args) == 0 {
+		return errors.New("spec has no program")
+	}
+	return nil
 }
 
 func writeFile(path, data string) error {

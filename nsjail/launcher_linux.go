@@ -35,6 +35,9 @@ type Sandbox struct {
 	exited  chan struct{} // closed once the init is reaped
 	waitErr error         // cmd.Wait's error, set before exited closes
 
+	placed  bool          // born in its cgroup (CLONE_INTO_CGROUP)
+	cpuBase time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
+
 	mu        sync.Mutex
 	reason    Status // why the supervisor killed it; "" = it did not
 	cancel    error  // the context's error, when that was the reason
@@ -77,46 +80,79 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
-	s := &Sandbox{spec: &spec, log: spec.Logger, exited: make(chan struct{}), enforced: enforcedFor(&spec)}
+	s := newSandbox(&spec)
+	specW, statusR, err := s.launch()
+	if err != nil {
+		return nil, err
+	}
+	defer specW.Close()
+	defer statusR.Close()
+	go s.watch(ctx)
+	if err := s.place(specW, initConfigFor(&spec, false)); err != nil {
+		return nil, err
+	}
+	specW.Close()
+	if err := s.awaitExec(statusR); err != nil {
+		s.Kill()
+		<-s.exited
+		return nil, err
+	}
+	return s, nil
+}
+
+func newSandbox(spec *Spec) *Sandbox {
+	s := &Sandbox{spec: spec, log: spec.Logger, exited: make(chan struct{}), enforced: enforcedFor(spec)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	return s
+}
+
+func initConfigFor(spec *Spec, deferred bool) initConfig {
 	cfg := initConfig{
-		Args:     spec.Args,
-		Env:      spec.Env,
-		Dir:      or(spec.Dir, "/workspace"),
 		Hostname: or(spec.Hostname, "airlock"),
 		NetNS:    !spec.HostNetwork,
 		Plan:     spec.Plan,
 		Staging:  stagingDir,
-		Rlimits:  spec.Rlimits,
-		Seccomp:  spec.Seccomp,
 		Process:  spec.Process,
+		Deferred: deferred,
 	}
+	if !deferred {
+		cfg.programConfig = programConfigFor(spec)
+	}
+	return cfg
+}
+
+func programConfigFor(spec *Spec) programConfig {
+	return programConfig{Args: spec.Args, Env: spec.Env, Dir: or(spec.Dir, "/workspace"), Rlimits: spec.Rlimits, Seccomp: spec.Seccomp}
+}
+
+// launch starts the init with its two channels and returns the parent's
+// ends: the spec pipe and the status socket.
+func (s *Sandbox) launch() (specW, statusR *os.File, err error) {
 	specR, specW, err := os.Pipe()
 	if err != nil {
-		return nil, &policy.SetupError{Stage: "pipe", Err: err}
+		return nil, nil, &policy.SetupError{Stage: "pipe", Err: err}
 	}
-	defer specW.Close()
 	statusR, statusW, err := socketPair()
 	if err != nil {
 		specR.Close()
-		return nil, &policy.SetupError{Stage: "socketpair", Err: err}
+		specW.Close()
+		return nil, nil, &policy.SetupError{Stage: "socketpair", Err: err}
 	}
-	defer statusR.Close()
-
 	// On cgroup v2 the init is born in its cgroup (CLONE_INTO_CGROUP), so
 	// not even its own setup escapes the limits. Where clone3 is refused
-	// (old kernels, an outer seccomp), it is placed before the spec is sent.
+	// (old kernels, an outer seccomp), place puts it there before the
+	// spec is sent.
 	cgfd := -1
-	if spec.Cgroup != nil {
-		cgfd = spec.Cgroup.DirFD()
+	if s.spec.Cgroup != nil {
+		cgfd = s.spec.Cgroup.DirFD()
 	}
-	placed := cgfd >= 0
+	s.placed = cgfd >= 0
 	s.start = time.Now()
 	err = s.startInit(specR, statusW, cgfd)
-	if placed && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
-		placed = false
+	if s.placed && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
+		s.placed = false
 		err = s.startInit(specR, statusW, -1)
 	}
 	if cgfd >= 0 {
@@ -126,28 +162,27 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	specR.Close()
 	statusW.Close()
 	if err != nil {
-		return nil, startError(err)
+		specW.Close()
+		statusR.Close()
+		return nil, nil, startError(err)
 	}
-	go s.watch(ctx)
 	s.log.Debug("sandbox started", slog.Int("pid", s.cmd.Process.Pid))
+	return specW, statusR, nil
+}
 
-	// The init waits for its spec: placing it now is before any program
-	// code runs.
-	if spec.Cgroup != nil && !placed {
-		if err := spec.Cgroup.Add(s.cmd.Process.Pid); err != nil {
-			return nil, s.setupFailed("cgroup placement", err)
+// place puts the init in its cgroup if the clone did not, then sends it
+// its spec. The init waits for the spec: placing it first is before any
+// program code runs.
+func (s *Sandbox) place(specW *os.File, cfg initConfig) error {
+	if s.spec.Cgroup != nil && !s.placed {
+		if err := s.spec.Cgroup.Add(s.cmd.Process.Pid); err != nil {
+			return s.setupFailed("cgroup placement", err)
 		}
 	}
 	if err := json.NewEncoder(specW).Encode(cfg); err != nil {
-		return nil, s.setupFailed("send spec", err)
+		return s.setupFailed("send spec", err)
 	}
-	specW.Close()
-	if err := s.awaitExec(statusR); err != nil {
-		s.Kill()
-		<-s.exited
-		return nil, err
-	}
-	return s, nil
+	return nil
 }
 
 // errSetupTimeout: the wall-clock limit expired before the program was
@@ -246,21 +281,6 @@ func (s *Sandbox) supervise(started chan<- error) {
 	close(s.exited)
 }
 
-// watch enforces the wall-clock timeout, ctx cancellation and, with a
-// cgroup, the CPU-time budget on the total of every task (RLIMIT_CPU only
-// sees one process at a time).
-// cpuPoll is how often the cgroup's CPU time is checked against CPUTime.
-// awaitExec reads the init's status socket until EOF.
-// watchNotify kills the sandbox when its seccomp filter reports a kill
-// rule's syscall (SECCOMP_RET_USER_NOTIF), and records the syscall. The
-// notifying task stays blocked in the syscall until the kill.
-// Pid returns the host pid of the sandbox's init (its pid 1).
-// Kill kills the sandbox and everything in it: SIGKILL to its pid 1 takes
-// the whole pid namespace down, double-forked and setsid'd processes
-// included. It is delivered through a pidfd, never to a recycled pid.
-// Wait waits for the sandbox's program to end and returns its Result.
-// classify maps the wait status and the supervisor's own kill reason to a
-// Status and exit code (0 when killed).
 // startError classifies a failed clone/exec of the init.
 func startError(err error) error {
 	var errno syscall.Errno

@@ -12,9 +12,16 @@ import (
 //	clone(user,pid,net,mnt,ipc,uts) + uid/gid maps
 //	exec /proc/self/exe, env = {initEnv} ----->  Init(): lock OS thread
 //	[later: place in cgroup]
-//	fd 3: write initConfig JSON, close  ----->  read fd 3 to EOF (barrier:
-//	                                             the parent is alive and done)
-//	                                             setup steps, in order
+//	fd 3: write initConfig JSON [, close] ->  read one JSON value from fd 3
+//	                                             (barrier: the parent is alive
+//	                                             and done placing it)
+//	                                             jail setup steps, in order
+//	[prepared sandbox (warm pool) only:]
+//	fd 4: read one message              <-----  {"prepared":true}
+//	      ... idle until a request ...
+//	fd 3: write programConfig JSON, close ---->  read it
+//	[both:]
+//	                                             limits, fds, caps, no_new_privs
 //	fd 4: read until EOF                <-----  {"ready":true} after the last setup step
 //	                                     <-----  on failure: {"stage","errno","msg"}, exit
 //	                                             load seccomp
@@ -40,21 +47,32 @@ const (
 // initConfig is what the init obeys. It carries no decisions: every value
 // was computed by the parent.
 type initConfig struct {
-	Args     []string        `json:"args"`
-	Env      []string        `json:"env"`
-	Dir      string          `json:"dir"`
-	Hostname string          `json:"hostname"`
-	NetNS    bool            `json:"netns"`
-	Process  bool            `json:"process,omitempty"`
-	Plan     rootfs.Plan     `json:"plan"`
-	Staging  string          `json:"staging"`
-	Rlimits  []Rlimit        `json:"rlimits"`
-	Seccomp  *seccomp.Filter `json:"seccomp,omitempty"`
+	programConfig
+	Hostname string      `json:"hostname"`
+	NetNS    bool        `json:"netns"`
+	Process  bool        `json:"process,omitempty"`
+	Plan     rootfs.Plan `json:"plan"`
+	Staging  string      `json:"staging"`
+	// Deferred: build the jail, report "prepared", then wait on fd 3 for
+	// a programConfig (a prepared sandbox of a warm pool).
+	Deferred bool `json:"deferred,omitempty"`
+}
+
+// programConfig is the part of the spec that is applied just before exec,
+// so it can come later than the jail: what runs, and under which limits
+// and filter.
+type programConfig struct {
+	Args    []string        `json:"args"`
+	Env     []string        `json:"env"`
+	Dir     string          `json:"dir"`
+	Rlimits []Rlimit        `json:"rlimits"`
+	Seccomp *seccomp.Filter `json:"seccomp,omitempty"`
 }
 
 // initStatus is one message from the init on fd 4.
 type initStatus struct {
 	Ready    bool   `json:"ready,omitempty"`
+	Prepared bool   `json:"prepared,omitempty"`
 	Listener bool   `json:"listener,omitempty"`
 	Stage    string `json:"stage,omitempty"`
 	Errno    int    `json:"errno,omitempty"`

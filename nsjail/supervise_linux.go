@@ -20,6 +20,9 @@ import (
 // This file is the supervisor's half after the init was started: the
 // status protocol, the watchers that kill (timeout, CPU budget, context,
 // seccomp notifications), and the classification of the outcome.
+// watch enforces the wall-clock timeout, ctx cancellation and, with a
+// cgroup, the CPU-time budget on the total of every task (RLIMIT_CPU only
+// sees one process at a time).
 func (s *Sandbox) watch(ctx context.Context) {
 	var timeout, cpuTick <-chan time.Time
 	if s.spec.Timeout > 0 {
@@ -40,7 +43,7 @@ func (s *Sandbox) watch(ctx context.Context) {
 			s.kill(StatusTimeout)
 			return
 		case <-cpuTick:
-			if st, err := s.spec.Cgroup.Stats(); err == nil && st.CPU >= s.spec.CPUTime {
+			if st, err := s.spec.Cgroup.Stats(); err == nil && st.CPU-s.cpuBase >= s.spec.CPUTime {
 				s.kill(StatusTimeout)
 				return
 			}
@@ -54,9 +57,17 @@ func (s *Sandbox) watch(ctx context.Context) {
 	}
 }
 
+// cpuPoll is how often the cgroup's CPU time is checked against CPUTime.
 const cpuPoll = 50 * time.Millisecond
 
-func (s *Sandbox) awaitExec(statusR *os.File) error {
+// awaitExec reads the init's status socket until EOF.
+func (s *Sandbox) awaitExec(statusR *os.File) error { return s.awaitStatus(statusR, false) }
+
+// awaitPrepared reads the init's status socket until a prepared sandbox
+// reports its jail built.
+func (s *Sandbox) awaitPrepared(statusR *os.File) error { return s.awaitStatus(statusR, true) }
+
+func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 	ready := false
 	buf, oob := make([]byte, 64<<10), make([]byte, unix.CmsgSpace(4))
 	for {
@@ -83,6 +94,9 @@ func (s *Sandbox) awaitExec(statusR *os.File) error {
 			ready = true
 			continue
 		}
+		if st.Prepared && untilPrepared {
+			return nil
+		}
 		return &policy.SetupError{Stage: st.Stage, Err: &initError{msg: st.Msg, errno: syscall.Errno(st.Errno)}}
 	}
 	if !ready {
@@ -98,6 +112,9 @@ func (s *Sandbox) awaitExec(statusR *os.File) error {
 	return nil
 }
 
+// watchNotify kills the sandbox when its seccomp filter reports a kill
+// rule's syscall (SECCOMP_RET_USER_NOTIF), and records the syscall. The
+// notifying task stays blocked in the syscall until the kill.
 func (s *Sandbox) watchNotify(fd int) {
 	defer unix.Close(fd)
 	for {
@@ -130,8 +147,12 @@ func (s *Sandbox) watchNotify(fd int) {
 	}
 }
 
+// Pid returns the host pid of the sandbox's init (its pid 1).
 func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }
 
+// Kill kills the sandbox and everything in it: SIGKILL to its pid 1 takes
+// the whole pid namespace down, double-forked and setsid'd processes
+// included. It is delivered through a pidfd, never to a recycled pid.
 func (s *Sandbox) Kill() error { return s.kill(StatusSignaled) }
 
 func (s *Sandbox) kill(reason Status) error {
@@ -173,6 +194,7 @@ func (s *Sandbox) killReason() Status {
 	return s.reason
 }
 
+// Wait waits for the sandbox's program to end and returns its Result.
 func (s *Sandbox) Wait() (*Result, error) {
 	<-s.exited
 	wall := time.Since(s.start)
@@ -213,10 +235,11 @@ func (s *Sandbox) Wait() (*Result, error) {
 		if err != nil {
 			return nil, &policy.SetupError{Stage: "cgroup stats", Err: err}
 		}
-		res.MemoryPeakBytes, res.CPUTimeMS = cs.MemoryPeak, cs.CPU.Milliseconds()
+		cpu := cs.CPU - s.cpuBase
+		res.MemoryPeakBytes, res.CPUTimeMS = cs.MemoryPeak, cpu.Milliseconds()
 		if cs.OOMKills > 0 && reason != StatusTimeout && reason != StatusOutputLimit && reason != StatusSeccompViolation {
 			res.Status, res.ExitCode = StatusMemoryLimit, 0
-		} else if reason == "" && s.spec.CPUTime > 0 && cs.CPU >= s.spec.CPUTime && res.Status == StatusSignaled {
+		} else if reason == "" && s.spec.CPUTime > 0 && cpu >= s.spec.CPUTime && res.Status == StatusSignaled {
 			res.Status = StatusTimeout
 		}
 	}
@@ -230,6 +253,8 @@ func (s *Sandbox) Wait() (*Result, error) {
 	return res, nil
 }
 
+// classify maps the wait status and the supervisor's own kill reason to a
+// Status and exit code (0 when killed).
 func classify(ws syscall.WaitStatus, reason Status, cpuMS int64, cpuLimit time.Duration) (Status, int) {
 	switch {
 	case reason == StatusTimeout || reason == StatusOutputLimit || reason == StatusSeccompViolation:

@@ -1,0 +1,308 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/cgroups"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// PoolConfig configures an Executor's warm pool: sandboxes prepared ahead
+// of requests (namespaces, root filesystem, cgroup and workspace ready,
+// the init waiting for its program), so that a request pays only for the
+// program's own start. A prepared sandbox serves one request and is then
+// destroyed; the pool prepares a new one in the background.
+type PoolConfig struct {
+	// Size is how many sandboxes are kept prepared. 0 = no pool.
+	Size int
+	// Policy is what the pooled sandboxes are prepared for. A request
+	// runs in a prepared sandbox when its policy builds the same jail
+	// (filesystem, network, identity, cgroup limits); the program's part
+	// (timeout, CPU time, environment, rlimits, seccomp filter, output
+	// caps) may differ per request. Other requests, sessions and the
+	// process backend run cold, as without a pool.
+	Policy policy.Policy
+	// Refill is how many sandboxes are prepared at once. 0 = 1.
+	Refill int
+}
+
+// PoolStats counts what the warm pool did.
+type PoolStats struct {
+	Ready    int   // prepared sandboxes waiting now
+	Warm     int64 // requests served by a prepared sandbox
+	Cold     int64 // requests the pool could have served but found empty
+	Failures int64 // preparations that failed
+}
+
+// pool keeps up to Size prepared sandboxes. Tokens bound the number
+// prepared or being prepared: a refill worker takes one to prepare a
+// sandbox; a request that takes a sandbox returns the token at once, so
+// the replacement is prepared while the request runs.
+type pool struct {
+	e      *Executor
+	cfg    PoolConfig
+	key    nsjail.Spec // the jail pooled sandboxes have (workspace: keyDir)
+	keyDir string      // an empty directory standing for a workspace in key
+	ready  chan *warm
+	tokens chan struct{}
+	ctx    context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup // refill workers and cleanups of used sandboxes
+
+	mu      sync.Mutex // orders take's wg.Add before close's wg.Wait
+	closing bool
+
+	warmN, coldN, failN atomic.Int64
+}
+
+// warm is one prepared sandbox with the workspace and cgroup it owns.
+type warm struct {
+	prep *nsjail.Prepared
+	ws   *workspace
+	cg   cgroups.Group // nil when the run has no cgroup
+}
+
+func newPool(e *Executor, cfg PoolConfig) (*pool, error) {
+	if cfg.Refill <= 0 {
+		cfg.Refill = 1
+	}
+	cfg.Policy.Workspace = ""
+	if process, _, err := e.backend(cfg.Policy); err != nil {
+		return nil, err
+	} else if process {
+		return nil, policy.Invalid("pool", "the process backend has no jail to prepare")
+	}
+	keyDir, err := os.MkdirTemp(e.cfg.WorkDir, "airlock-poolkey-")
+	if err != nil {
+		return nil, &policy.SetupError{Stage: "pool", Err: err}
+	}
+	p := &pool{e: e, cfg: cfg, keyDir: keyDir, ready: make(chan *warm, cfg.Size), tokens: make(chan struct{}, cfg.Size)}
+	// Fail closed at New: a pool policy this host cannot enforce is an
+	// error now, not a silent cold path later.
+	if p.key, err = p.jail(cfg.Policy); err != nil {
+		os.Remove(keyDir)
+		return nil, err
+	}
+	for range cfg.Size {
+		p.tokens <- struct{}{}
+	}
+	p.ctx, p.stop = context.WithCancel(context.Background())
+	for range cfg.Refill {
+		p.wg.Add(1)
+		go p.refill()
+	}
+	return p, nil
+}
+
+// jail resolves a policy's jail against keyDir, for comparison.
+func (p *pool) jail(pol policy.Policy) (nsjail.Spec, error) {
+	pol.Workspace = p.keyDir
+	spec, _, err := p.e.Resolve(Request{Args: []string{"true"}, Policy: pol})
+	return spec, err
+}
+
+// fits reports whether a request's policy builds the pooled jail.
+func (p *pool) fits(pol policy.Policy) bool {
+	if pol.Workspace != "" {
+		return false
+	}
+	spec, err := p.jail(pol)
+	return err == nil && nsjail.SameJail(&spec, &p.key)
+}
+
+func (p *pool) refill() {
+	defer p.wg.Done()
+	backoff := 50 * time.Millisecond
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.tokens:
+		}
+		w, err := p.prepare()
+		if err != nil {
+			p.failN.Add(1)
+			p.e.cfg.Logger.Warn("preparing a pooled sandbox", slog.Any("error", err))
+			p.tokens <- struct{}{}
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		select {
+		case p.ready <- w:
+		case <-p.ctx.Done():
+			p.discard(w)
+			return
+		}
+	}
+}
+
+// prepare builds one sandbox for the pool: a workspace, a cgroup, and the
+// jail with its init waiting.
+func (p *pool) prepare() (*warm, error) {
+	ws, err := newWorkspace(p.e.cfg.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	pol := p.cfg.Policy
+	pol.Workspace = ws.dir
+	spec, _, err := p.e.Resolve(Request{Args: []string{"true"}, Policy: pol})
+	if err != nil {
+		ws.remove()
+		return nil, err
+	}
+	w := &warm{ws: ws}
+	if spec.CgroupLimits != nil {
+		if w.cg, err = p.e.cgroups.New(*spec.CgroupLimits); err != nil {
+			ws.remove()
+			return nil, &policy.SetupError{Stage: "cgroup", Err: err}
+		}
+		spec.Cgroup = w.cg
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
+	defer cancel()
+	if w.prep, err = nsjail.Prepare(ctx, spec); err != nil {
+		p.cleanup(w)
+		return nil, err
+	}
+	return w, nil
+}
+
+// take returns a prepared sandbox, or nil when none is ready. The caller
+// must end with p.wg.Done once the sandbox is cleaned up.
+func (p *pool) take() *warm {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing {
+		return nil
+	}
+	select {
+	case w := <-p.ready:
+		p.tokens <- struct{}{}
+		p.wg.Add(1)
+		return w
+	default:
+		return nil
+	}
+}
+
+// discard destroys a prepared sandbox that never ran anything.
+func (p *pool) discard(w *warm) {
+	w.prep.Close()
+	p.cleanup(w)
+}
+
+func (p *pool) cleanup(w *warm) {
+	if w.cg != nil {
+		if err := w.cg.Delete(); err != nil {
+			p.e.cfg.Logger.Warn("removing a pooled run's cgroup", slog.Any("error", err))
+		}
+	}
+	w.ws.remove()
+}
+
+// execute runs req in a prepared sandbox; ok is false when it cannot
+// (the request builds another jail, or none is ready): then nothing
+// happened and the caller runs it cold.
+func (p *pool) execute(ctx context.Context, req Request) (res *Result, ok bool, err error) {
+	if !p.fits(req.Policy) {
+		return nil, false, nil
+	}
+	w := p.take()
+	if w == nil {
+		p.coldN.Add(1)
+		return nil, false, nil
+	}
+	p.warmN.Add(1)
+	// Used or not, this sandbox is destroyed after the request, in the
+	// background: the result need not wait for cgroup and directory
+	// removal. Close waits for it.
+	defer func() {
+		go func() {
+			defer p.wg.Done()
+			w.prep.Close()
+			p.cleanup(w)
+		}()
+	}()
+	req, lang, skip, _, _, err := p.e.prepare(req, w.ws, false)
+	if err != nil {
+		return nil, true, err
+	}
+	spec, notEnforced, err := p.e.Resolve(req)
+	if err != nil {
+		return nil, true, err
+	}
+	spec.Cgroup = w.cg
+	jres, err := w.prep.Run(ctx, spec)
+	if jres == nil {
+		return nil, true, err
+	}
+	jres.Enforced.NotEnforced = notEnforced
+	res = &Result{Result: *jres, Language: lang}
+	if err == nil && req.CollectFiles {
+		if res.Files, err = w.ws.collect(req.FileLimits, skip); err != nil {
+			err = &policy.SetupError{Stage: "files out", Err: err}
+		}
+	}
+	return res, true, err
+}
+
+// close stops refilling and destroys every prepared sandbox; it waits for
+// the cleanup of sandboxes in use, so it returns when nothing of the pool
+// is left.
+func (p *pool) close() error {
+	p.mu.Lock()
+	already := p.closing
+	p.closing = true
+	p.mu.Unlock()
+	if already {
+		return nil
+	}
+	p.stop()
+	for {
+		select {
+		case w := <-p.ready:
+			p.discard(w)
+			continue
+		default:
+		}
+		break
+	}
+	p.wg.Wait()
+	// A worker may have put one in after the drain above.
+	for {
+		select {
+		case w := <-p.ready:
+			p.discard(w)
+			continue
+		default:
+		}
+		break
+	}
+	return errors.Join(os.Remove(p.keyDir))
+}
+
+func (p *pool) stats() PoolStats {
+	return PoolStats{Ready: len(p.ready), Warm: p.warmN.Load(), Cold: p.coldN.Load(), Failures: p.failN.Load()}
+}
+
+// PoolStats reports the warm pool's counters; the zero value when the
+// Executor has no pool.
+func (e *Executor) PoolStats() PoolStats {
+	if e.pool == nil {
+		return PoolStats{}
+	}
+	return e.pool.stats()
+}

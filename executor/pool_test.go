@@ -1,0 +1,175 @@
+package executor_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// initChildren returns the pids of sandbox inits this process started
+// (prepared or running), by parent pid and argv[0].
+func initChildren() []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		if cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.HasPrefix(string(cmd), "airlock-init\x00") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// The warm pool: requests run in prepared sandboxes, confined exactly as
+// a cold run is, each sandbox used once, timeouts counted from the
+// request; other policies run cold; Close leaves nothing behind.
+func TestWarmPool(t *testing.T) {
+	testutil.RequireUserNS(t)
+	work := testutil.WorldReadableDir(t)
+	pol := policy.Default()
+	pol.Timeout = policy.Duration(time.Minute)
+	ex, err := executor.New(executor.Config{WorkDir: work, Pool: executor.PoolConfig{Size: 2, Policy: pol}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	fds := countFDs(t)
+	waitReady := func() {
+		t.Helper()
+		if !testutil.WaitFor(time.Minute, func() bool { return ex.PoolStats().Ready == 2 }) {
+			t.Fatalf("pool never filled: %+v", ex.PoolStats())
+		}
+	}
+	waitReady()
+	if n := len(initChildren()); n != 2 {
+		t.Errorf("%d prepared inits, want 2", n)
+	}
+
+	// Confined as a cold run is: same enforcement record, same state.
+	script := `grep -E '^(Seccomp|NoNewPrivs|CapEff|CapBnd|CapPrm):' /proc/self/status; echo $$; echo left > /tmp/left; cat`
+	warm, err := ex.Execute(t.Context(), executor.Request{Args: []string{"sh", "-c", script}, Policy: pol, Stdin: strings.NewReader("from stdin")})
+	if err != nil || warm.Status != nsjail.StatusOK {
+		t.Fatalf("warm run: %v %+v", err, warm)
+	}
+	if st := ex.PoolStats(); st.Warm != 1 {
+		t.Fatalf("the run did not use the pool: %+v", st)
+	}
+	want := "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n1\nfrom stdin"
+	if !strings.Contains(warm.Stdout, "from stdin") || normalize(warm.Stdout) != normalize(want) {
+		t.Errorf("warm run output:\n%s\nwant:\n%s", warm.Stdout, want)
+	}
+	cold, err := executor.New(executor.Config{WorkDir: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coldRes, err := cold.Execute(t.Context(), executor.Request{Args: []string{"sh", "-c", script}, Policy: pol, Stdin: strings.NewReader("from stdin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warm.Stdout != coldRes.Stdout || !reflect.DeepEqual(warm.Enforced, coldRes.Enforced) {
+		t.Errorf("warm and cold differ:\nwarm %q %s\ncold %q %s", warm.Stdout, js(warm.Enforced), coldRes.Stdout, js(coldRes.Enforced))
+	}
+
+	// Never reused: the next request finds nothing of the first.
+	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"sh", "-c", `test ! -e /tmp/left && test -z "$(ls -A /workspace)" && echo fresh`}, Policy: pol})
+	if err != nil || res.Stdout != "fresh\n" {
+		t.Errorf("second warm run: %v %+v", err, res)
+	}
+
+	// Code, input and files out, warm.
+	waitReady()
+	res, err = ex.Execute(t.Context(), executor.Request{Language: "sh", Code: `cat "$AIRLOCK_INPUT"; echo out > result.txt`,
+		Input: json.RawMessage(`{"a":1}`), CollectFiles: true, Policy: pol})
+	if err != nil || res.Stdout != `{"a":1}` || len(res.Files) != 1 || res.Files[0].Path != "result.txt" || string(res.Files[0].Data) != "out\n" {
+		t.Errorf("language run: %v %+v", err, res)
+	}
+
+	// The timeout counts from the request, not from the preparation: the
+	// prepared sandboxes have waited longer than the timeout.
+	waitReady()
+	time.Sleep(4 * time.Second)
+	short := pol
+	short.Timeout = policy.Duration(3 * time.Second)
+	res, err = ex.Execute(t.Context(), executor.Request{Args: []string{"sh", "-c", "sleep 1; echo done"}, Policy: short})
+	if err != nil || res.Status != nsjail.StatusOK || res.Stdout != "done\n" {
+		t.Errorf("run after the pool idled: %v %+v", err, res)
+	}
+	short.Timeout = policy.Duration(time.Second)
+	res, err = ex.Execute(t.Context(), executor.Request{Args: []string{"sleep", "30"}, Policy: short})
+	if err != nil || res.Status != nsjail.StatusTimeout {
+		t.Errorf("timeout in a prepared sandbox: %v %+v", err, res)
+	}
+	warmRuns := ex.PoolStats().Warm
+	if warmRuns != 5 {
+		t.Errorf("%d warm runs, want 5: %+v", warmRuns, ex.PoolStats())
+	}
+
+	// Another jail (here: more memory) runs cold, correctly.
+	other := pol
+	other.Memory = 2 * policy.DefaultMemory
+	other.BestEffort = !testutil.ExpectCgroups()
+	res, err = ex.Execute(t.Context(), executor.Request{Args: []string{"echo", "cold"}, Policy: other})
+	if err != nil || res.Stdout != "cold\n" || ex.PoolStats().Warm != warmRuns {
+		t.Errorf("other policy: %v %+v %+v", err, res, ex.PoolStats())
+	}
+
+	// Close leaves nothing: no init, workspace, cgroup or fd.
+	if err := ex.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cold.Close()
+	if left := initChildren(); len(left) != 0 {
+		t.Errorf("inits left after Close: %v", left)
+	}
+	if left, _ := os.ReadDir(work); len(left) != 0 {
+		t.Errorf("workspaces left: %d", len(left))
+	}
+	if d := ex.CgroupDir(); d != "" {
+		if left, _ := filepath.Glob(filepath.Join(d, fmt.Sprintf("airlock-%d-*", os.Getpid()))); len(left) != 0 {
+			t.Errorf("cgroups left: %v", left)
+		}
+	}
+	if !testutil.WaitFor(2*time.Second, func() bool { return countFDs(t) <= fds }) {
+		t.Errorf("fds: %d before, %d after", fds, countFDs(t))
+	}
+	if _, err := ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: pol}); err == nil {
+		t.Error("a closed executor ran a request")
+	}
+}
+
+// A pool whose policy the host cannot enforce is refused at New.
+func TestWarmPoolFailsClosed(t *testing.T) {
+	testutil.RequireUserNS(t)
+	pol := policy.Default()
+	pol.Mounts = []policy.Mount{{Type: policy.MountROBind, Source: "/no/such/dir", Target: "/x"}}
+	if _, err := executor.New(executor.Config{Pool: executor.PoolConfig{Size: 1, Policy: pol}}); err == nil {
+		t.Fatal("a pool with an impossible policy was accepted")
+	}
+}
+
+func normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func js(v any) string { b, _ := json.Marshal(v); return string(b) }

@@ -1,0 +1,273 @@
+//go:build linux
+
+package nsjail
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// Prepared is a sandbox built ahead of a request: its namespaces, root
+// filesystem, hostname, loopback and cgroup placement are done, and its
+// init waits for the program. What is left for the request is the
+// program's part of a cold start (rlimits, working directory, fd
+// closing, capability drop, no_new_privs, seccomp, exec), so a request
+// costs little more than a bare exec.
+//
+// A Prepared sandbox runs at most one program: it is never reused. Close
+// discards one that was never started.
+type Prepared struct {
+	s       *Sandbox
+	specW   *os.File // the init reads its programConfig from here
+	statusR *os.File
+	stdinW  *os.File // the program's stdin, fed at Start
+	stdout  *lateWriter
+	stderr  *lateWriter
+
+	mu   sync.Mutex
+	used bool
+}
+
+// Prepare builds a sandbox from spec up to, not including, its program.
+// spec's program part (Args, Env, Dir, Rlimits, Seccomp, Timeout,
+// CPUTime, the streams and OutputLimit) is ignored: it comes with each
+// request to Start. Cancelling ctx aborts the preparation; it does not
+// affect the prepared sandbox after Prepare returned.
+func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
+	if spec.Process {
+		return nil, policy.Invalid("backend", "the process backend has no jail to prepare")
+	}
+	check := spec
+	check.Args = []string{"prepare"}
+	if err := check.validate(); err != nil {
+		return nil, err
+	}
+	spec.Args, spec.Env, spec.Rlimits, spec.Seccomp = nil, nil, nil, nil
+	spec.Stdin, spec.Stdout, spec.Stderr = nil, nil, nil
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, &policy.SetupError{Stage: "pipe", Err: err}
+	}
+	p := &Prepared{stdinW: stdinW, stdout: &lateWriter{}, stderr: &lateWriter{}}
+	// The streams are the init's from its clone on; the request's own are
+	// connected to them at Start.
+	spec.Stdin, spec.Stdout, spec.Stderr = stdinR, p.stdout, p.stderr
+	s := newSandbox(&spec)
+	p.s = s
+	specW, statusR, err := s.launch()
+	stdinR.Close()
+	if err != nil {
+		stdinW.Close()
+		return nil, err
+	}
+	p.specW, p.statusR = specW, statusR
+	fail := func(err error) (*Prepared, error) {
+		s.Kill()
+		<-s.exited
+		p.closeFiles()
+		return nil, err
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.mu.Lock()
+			s.cancel = ctx.Err()
+			s.mu.Unlock()
+			s.kill(reasonCancelled)
+		case <-done:
+		case <-s.exited:
+		}
+	}()
+	if err := s.place(specW, initConfigFor(&spec, true)); err != nil {
+		return fail(err)
+	}
+	if err := s.awaitPrepared(statusR); err != nil {
+		return fail(err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	return p, nil
+}
+
+// Pid returns the host pid of the prepared sandbox's init.
+func (p *Prepared) Pid() int { return p.s.Pid() }
+
+// Matches reports whether spec describes the sandbox p was prepared as
+// (see SameJail), in the same cgroup. Only such a spec can be started in p.
+func (p *Prepared) Matches(spec *Spec) bool {
+	return SameJail(p.s.spec, spec) && p.s.spec.Cgroup == spec.Cgroup
+}
+
+// SameJail reports whether two specs build the same jail: filesystem
+// plan, network, hostname, identity, cgroup limits and init binary, on
+// the namespaces backend. Their programs may differ.
+func SameJail(a, b *Spec) bool {
+	return !a.Process && !b.Process && reflect.DeepEqual(a.Plan, b.Plan) && a.HostNetwork == b.HostNetwork &&
+		or(a.Hostname, "airlock") == or(b.Hostname, "airlock") && a.HostUID == b.HostUID && a.HostGID == b.HostGID &&
+		reflect.DeepEqual(a.CgroupLimits, b.CgroupLimits) && a.InitPath == b.InitPath
+}
+
+var errUsed = policy.Invalid("prepared sandbox", "already used or closed: a prepared sandbox runs one program")
+
+// Start runs spec's program in the prepared sandbox and returns once it
+// was exec'd. spec must match the preparation (see Matches); its
+// Timeout counts from now. Cancelling ctx kills the sandbox.
+func (p *Prepared) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	if !p.Matches(&spec) {
+		return nil, policy.Invalid("prepared sandbox", "the spec differs from the one the sandbox was prepared with")
+	}
+	p.mu.Lock()
+	used := p.used
+	p.used = true
+	p.mu.Unlock()
+	if used {
+		return nil, errUsed
+	}
+	s := p.s
+	defer p.closeFiles()
+	select {
+	case <-s.exited:
+		return nil, &policy.SetupError{Stage: "init", Err: errors.New("the prepared sandbox's init died while it waited")}
+	default:
+	}
+	// The request's spec replaces the preparation's (they agree on the
+	// jail); the watchers started below and Wait read it.
+	stdin := spec.Stdin
+	spec.Stdin = nil
+	s.mu.Lock()
+	s.spec, s.enforced = &spec, enforcedFor(&spec)
+	s.mu.Unlock()
+	limit := spec.OutputLimit
+	if limit == 0 {
+		limit = policy.DefaultMaxOutput
+	}
+	out, errw := spec.Stdout, spec.Stderr
+	if out == nil {
+		s.stdout = &capture{limit: limit, overflow: func() { s.kill(StatusOutputLimit) }}
+		out = s.stdout
+	}
+	if errw == nil {
+		s.stderr = &capture{limit: limit, overflow: func() { s.kill(StatusOutputLimit) }}
+		errw = s.stderr
+	}
+	p.stdout.set(out)
+	p.stderr.set(errw)
+	// Usage counts from here: the cgroup already holds the preparation's.
+	if g := spec.Cgroup; g != nil {
+		if st, err := g.Stats(); err == nil {
+			s.cpuBase = st.CPU
+		}
+	}
+	s.start = time.Now()
+	go s.watch(ctx)
+	stdinW := p.stdinW
+	p.stdinW = nil
+	if stdin == nil {
+		stdinW.Close()
+	} else {
+		// Ends when stdin does, or when the program is gone (EPIPE).
+		go func() {
+			io.Copy(stdinW, stdin)
+			stdinW.Close()
+		}()
+	}
+	if err := s.sendProgram(p.specW, programConfigFor(&spec)); err != nil {
+		return nil, err
+	}
+	if err := s.awaitExec(p.statusR); err != nil {
+		s.Kill()
+		<-s.exited
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run is Start and Wait.
+func (p *Prepared) Run(ctx context.Context, spec Spec) (*Result, error) {
+	t0 := time.Now()
+	sb, err := p.Start(ctx, spec)
+	if errors.Is(err, errSetupTimeout) {
+		return &Result{Status: StatusTimeout, Signal: "SIGKILL", WallTimeMS: time.Since(t0).Milliseconds(),
+			Error: errSetupTimeout.Error(), Enforced: enforcedFor(&spec)}, nil
+	}
+	if err != nil {
+		var se *policy.SetupError
+		if errors.As(err, &se) {
+			return &Result{Status: StatusSetupError, Error: se.Stage + ": " + se.Err.Error(), Enforced: enforcedFor(&spec)}, err
+		}
+		return nil, err
+	}
+	return sb.Wait()
+}
+
+// Close discards a prepared sandbox that was never started: its init is
+// killed and reaped. The caller removes its cgroup. After Start, Close
+// does nothing.
+func (p *Prepared) Close() error {
+	p.mu.Lock()
+	used := p.used
+	p.used = true
+	p.mu.Unlock()
+	if used {
+		return nil
+	}
+	p.s.Kill()
+	<-p.s.exited
+	p.closeFiles()
+	return nil
+}
+
+func (p *Prepared) closeFiles() {
+	for _, f := range []*os.File{p.specW, p.statusR, p.stdinW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// sendProgram sends the program part of the spec and closes the pipe.
+func (s *Sandbox) sendProgram(specW *os.File, pc programConfig) error {
+	if err := json.NewEncoder(specW).Encode(pc); err != nil {
+		return s.setupFailed("send program", err)
+	}
+	specW.Close()
+	return nil
+}
+
+// lateWriter is a prepared sandbox's output stream: it is connected to
+// the request's writer at Start. Nothing is written before (the init
+// writes only to its status socket); anything that is, is dropped.
+type lateWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lateWriter) set(w io.Writer) {
+	l.mu.Lock()
+	l.w = w
+	l.mu.Unlock()
+}
+
+func (l *lateWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	w := l.w
+	l.mu.Unlock()
+	if w == nil {
+		return len(b), nil
+	}
+	return w.Write(b)
+}
