@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"reflect"
@@ -75,27 +76,24 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		p.closeFiles()
 		return nil, err
 	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			s.mu.Lock()
-			s.cancel = ctx.Err()
-			s.mu.Unlock()
-			s.kill(reasonCancelled)
-		case <-done:
-		case <-s.exited:
-		}
-	}()
+	// Cancelling ctx kills the init while it is being prepared; once
+	// stop has returned true, it never will.
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.cancel = ctx.Err()
+		s.mu.Unlock()
+		s.kill(reasonCancelled)
+	})
 	if err := s.place(specW, initConfigFor(&spec, true)); err != nil {
+		stop()
 		return fail(err)
 	}
 	if err := s.awaitPrepared(statusR); err != nil {
+		stop()
 		return fail(err)
 	}
-	if err := ctx.Err(); err != nil {
-		return fail(err)
+	if !stop() {
+		return fail(fmt.Errorf("nsjail: preparation cancelled: %w", ctx.Err()))
 	}
 	return p, nil
 }
