@@ -81,22 +81,43 @@ func runInit(status *os.File) (err error) {
 	if _, err := unix.FcntlInt(statusFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 		return stage("status pipe", err)
 	}
-	// Reading the spec is the barrier: the parent writes it only once the
-	// sandbox is placed, and an early EOF means it died.
 	spec := json.NewDecoder(io.LimitReader(os.NewFile(specFD, "spec"), maxSpec))
 	cfg, err := readConfig(spec)
 	if err != nil {
 		return stage("read spec", err)
 	}
-	if cfg.Process {
-		return runProcess(status, cfg)
+	if !cfg.Process {
+		if err := buildJail(cfg); err != nil {
+			return err
+		}
 	}
-	// A cgroup namespace rooted at the cgroup the parent placed us in, so
-	// /proc/self/cgroup shows "/" and no host path. unshare affects only
-	// this thread, which is the one that execs.
+	// The jail is built (the process backend has none). Report it and
+	// wait for the program: the parent sends it only once this process
+	// is in its cgroup, so no program code ever runs outside it, and a
+	// prepared sandbox waits here for a request.
+	if err := stage("report prepared", writeStatus(status, initStatus{Prepared: true})); err != nil {
+		return err
+	}
+	var prog programConfig
+	if err := stage("read program", readProgram(spec, &prog)); err != nil {
+		return err
+	}
+	if cfg.Process {
+		return finish(status, &prog, clearCapabilities)
+	}
+	// A cgroup namespace rooted at the cgroup the parent placed us in
+	// (final only now), so /proc/self/cgroup shows "/" and no host path.
+	// unshare affects only this thread, which is the one that execs.
 	if err := stage("unshare cgroup", unix.Unshare(unix.CLONE_NEWCGROUP)); err != nil {
 		return err
 	}
+	return finish(status, &prog, dropCapabilities)
+}
+
+// buildJail is the namespaces backend's setup: mounts, root, hostname,
+// loopback. The process backend (no namespaces, the host filesystem)
+// skips it.
+func buildJail(cfg *initConfig) error {
 	// clone(CLONE_NEWNS) copied the host's propagation: make every mount
 	// private before mounting anything, so nothing leaks to the host.
 	if err := stage("make mounts private", unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")); err != nil {
@@ -121,32 +142,13 @@ func runInit(status *os.File) (err error) {
 			return err
 		}
 	}
-	if cfg.Deferred {
-		// A prepared sandbox: the jail is built; the program, its limits
-		// and its filter come with a request. Nothing of it has run yet,
-		// and everything after this point is the same as a cold start.
-		if err := stage("report prepared", writeStatus(status, initStatus{Prepared: true})); err != nil {
-			return err
-		}
-		if err := stage("read program", readProgram(spec, &cfg.programConfig)); err != nil {
-			return err
-		}
-	}
-	return finish(status, cfg, dropCapabilities)
-}
-
-// runProcess is the process backend's sequence: no namespaces and no
-// root filesystem; the program runs on the host (already as an
-// unprivileged uid and in a session of its own, from the clone), under
-// rlimits, with no capabilities, no_new_privs and the seccomp filter.
-func runProcess(status *os.File, cfg *initConfig) error {
-	return finish(status, cfg, clearCapabilities)
+	return nil
 }
 
 // finish is the end of both sequences, the jail's and the process
 // backend's: limits, working directory, fds, capabilities, no_new_privs,
 // then seccomp and exec. dropCaps empties the capability sets.
-func finish(status *os.File, cfg *initConfig, dropCaps func() error) error {
+func finish(status *os.File, cfg *programConfig, dropCaps func() error) error {
 	// Rlimits before the capability drop (raising a hard limit needs
 	// CAP_SYS_RESOURCE). Setting NOFILE explicitly also stops the Go
 	// runtime from restoring its own soft limit at exec.
@@ -214,9 +216,6 @@ func readConfig(dec *json.Decoder) (*initConfig, error) {
 	var cfg initConfig
 	if err := dec.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("parent sent no valid spec (died?): %w", err)
-	}
-	if len(cfg.Args) == 0 && !cfg.Deferred {
-		return nil, errors.New("spec has no program")
 	}
 	return &cfg, nil
 }

@@ -81,20 +81,16 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		return nil, err
 	}
 	s := newSandbox(&spec)
-	specW, statusR, err := s.launch()
+	c, err := s.launch()
 	if err != nil {
 		return nil, err
 	}
-	defer specW.Close()
-	defer statusR.Close()
+	defer c.close()
 	go s.watch(ctx)
-	if err := s.place(specW, initConfigFor(&spec, false)); err != nil {
+	if err := s.build(c); err != nil {
 		return nil, err
 	}
-	specW.Close()
-	if err := s.awaitExec(statusR); err != nil {
-		s.Kill()
-		<-s.exited
+	if err := s.run(c); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -108,42 +104,38 @@ func newSandbox(spec *Spec) *Sandbox {
 	return s
 }
 
-func initConfigFor(spec *Spec, deferred bool) initConfig {
-	cfg := initConfig{
-		Hostname: or(spec.Hostname, "airlock"),
-		NetNS:    !spec.HostNetwork,
-		Plan:     spec.Plan,
-		Staging:  stagingDir,
-		Process:  spec.Process,
-		Deferred: deferred,
-	}
-	if !deferred {
-		cfg.programConfig = programConfigFor(spec)
-	}
-	return cfg
+func initConfigFor(spec *Spec) initConfig {
+	return initConfig{Hostname: or(spec.Hostname, "airlock"), NetNS: !spec.HostNetwork, Plan: spec.Plan, Staging: stagingDir, Process: spec.Process}
 }
 
 func programConfigFor(spec *Spec) programConfig {
 	return programConfig{Args: spec.Args, Env: spec.Env, Dir: or(spec.Dir, "/workspace"), Rlimits: spec.Rlimits, Seccomp: spec.Seccomp}
 }
 
-// launch starts the init with its two channels and returns the parent's
-// ends: the spec pipe and the status socket.
-func (s *Sandbox) launch() (specW, statusR *os.File, err error) {
+// initChannels are the parent's ends of the init's spec pipe (fd 3) and
+// status socket (fd 4).
+type initChannels struct{ specW, statusR *os.File }
+
+func (c *initChannels) close() {
+	c.specW.Close()
+	c.statusR.Close()
+}
+
+// launch starts the init with its two channels.
+func (s *Sandbox) launch() (*initChannels, error) {
 	specR, specW, err := os.Pipe()
 	if err != nil {
-		return nil, nil, &policy.SetupError{Stage: "pipe", Err: err}
+		return nil, &policy.SetupError{Stage: "pipe", Err: err}
 	}
 	statusR, statusW, err := socketPair()
 	if err != nil {
 		specR.Close()
 		specW.Close()
-		return nil, nil, &policy.SetupError{Stage: "socketpair", Err: err}
+		return nil, &policy.SetupError{Stage: "socketpair", Err: err}
 	}
 	// On cgroup v2 the init is born in its cgroup (CLONE_INTO_CGROUP), so
 	// not even its own setup escapes the limits. Where clone3 is refused
-	// (old kernels, an outer seccomp), place puts it there before the
-	// spec is sent.
+	// (old kernels, an outer seccomp) and on v1, build places it.
 	cgfd := -1
 	if s.spec.Cgroup != nil {
 		cgfd = s.spec.Cgroup.DirFD()
@@ -164,23 +156,49 @@ func (s *Sandbox) launch() (specW, statusR *os.File, err error) {
 	if err != nil {
 		specW.Close()
 		statusR.Close()
-		return nil, nil, startError(err)
+		return nil, startError(err)
 	}
 	s.log.Debug("sandbox started", slog.Int("pid", s.cmd.Process.Pid))
-	return specW, statusR, nil
+	return &initChannels{specW: specW, statusR: statusR}, nil
 }
 
-// place puts the init in its cgroup if the clone did not, then sends it
-// its spec. The init waits for the spec: placing it first is before any
-// program code runs.
-func (s *Sandbox) place(specW *os.File, cfg initConfig) error {
-	if s.spec.Cgroup != nil && !s.placed {
-		if err := s.spec.Cgroup.Add(s.cmd.Process.Pid); err != nil {
-			return s.setupFailed("cgroup placement", err)
-		}
-	}
-	if err := json.NewEncoder(specW).Encode(cfg); err != nil {
+// build sends the init its jail and returns once the jail is built and
+// the init is in the run's cgroup; the init then waits for its program.
+func (s *Sandbox) build(c *initChannels) error {
+	if err := json.NewEncoder(c.specW).Encode(initConfigFor(s.spec)); err != nil {
 		return s.setupFailed("send spec", err)
+	}
+	// Placed while the init builds its jail: a cgroup v1 attach waits for
+	// an RCU grace period (milliseconds), which this overlaps. Only the
+	// init's own setup runs before it is placed; its program is sent (by
+	// run) after, and the init unshares its cgroup namespace only then.
+	var placeErr error
+	if s.spec.Cgroup != nil && !s.placed {
+		placeErr = s.spec.Cgroup.Add(s.cmd.Process.Pid)
+	}
+	// An init that failed its setup (and so vanished before it could be
+	// placed) says why: its error comes first.
+	if err := s.awaitPrepared(c.statusR); err != nil {
+		s.Kill()
+		<-s.exited
+		return err
+	}
+	if placeErr != nil {
+		return s.setupFailed("cgroup placement", placeErr)
+	}
+	return nil
+}
+
+// run sends the init its program and returns once it was exec'd.
+func (s *Sandbox) run(c *initChannels) error {
+	if err := json.NewEncoder(c.specW).Encode(programConfigFor(s.spec)); err != nil {
+		return s.setupFailed("send program", err)
+	}
+	c.specW.Close()
+	if err := s.awaitExec(c.statusR); err != nil {
+		s.Kill()
+		<-s.exited
+		return err
 	}
 	return nil
 }

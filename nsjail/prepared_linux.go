@@ -4,7 +4,6 @@ package nsjail
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,12 +25,11 @@ import (
 // A Prepared sandbox runs at most one program: it is never reused. Close
 // discards one that was never started.
 type Prepared struct {
-	s       *Sandbox
-	specW   *os.File // the init reads its programConfig from here
-	statusR *os.File
-	stdinW  *os.File // the program's stdin, fed at Start
-	stdout  *lateWriter
-	stderr  *lateWriter
+	s      *Sandbox
+	c      *initChannels
+	stdinW *os.File // the program's stdin, fed at Start
+	stdout *lateWriter
+	stderr *lateWriter
 
 	mu   sync.Mutex
 	used bool
@@ -63,19 +61,13 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	spec.Stdin, spec.Stdout, spec.Stderr = stdinR, p.stdout, p.stderr
 	s := newSandbox(&spec)
 	p.s = s
-	specW, statusR, err := s.launch()
+	c, err := s.launch()
 	stdinR.Close()
 	if err != nil {
 		stdinW.Close()
 		return nil, err
 	}
-	p.specW, p.statusR = specW, statusR
-	fail := func(err error) (*Prepared, error) {
-		s.Kill()
-		<-s.exited
-		p.closeFiles()
-		return nil, err
-	}
+	p.c = c
 	// Cancelling ctx kills the init while it is being prepared; once
 	// stop has returned true, it never will.
 	stop := context.AfterFunc(ctx, func() {
@@ -84,18 +76,17 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		s.mu.Unlock()
 		s.kill(reasonCancelled)
 	})
-	if err := s.place(specW, initConfigFor(&spec, true)); err != nil {
-		stop()
-		return fail(err)
+	err = s.build(c)
+	if stop() && err == nil {
+		return p, nil
 	}
-	if err := s.awaitPrepared(statusR); err != nil {
-		stop()
-		return fail(err)
+	if err == nil {
+		err = fmt.Errorf("nsjail: preparation cancelled: %w", ctx.Err())
+		s.Kill()
+		<-s.exited
 	}
-	if !stop() {
-		return fail(fmt.Errorf("nsjail: preparation cancelled: %w", ctx.Err()))
-	}
-	return p, nil
+	p.closeFiles()
+	return nil, err
 }
 
 // Pid returns the host pid of the prepared sandbox's init.
@@ -183,12 +174,7 @@ func (p *Prepared) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 			stdinW.Close()
 		}()
 	}
-	if err := s.sendProgram(p.specW, programConfigFor(&spec)); err != nil {
-		return nil, err
-	}
-	if err := s.awaitExec(p.statusR); err != nil {
-		s.Kill()
-		<-s.exited
+	if err := s.run(p.c); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -230,20 +216,10 @@ func (p *Prepared) Close() error {
 }
 
 func (p *Prepared) closeFiles() {
-	for _, f := range []*os.File{p.specW, p.statusR, p.stdinW} {
-		if f != nil {
-			f.Close()
-		}
+	p.c.close()
+	if p.stdinW != nil {
+		p.stdinW.Close()
 	}
-}
-
-// sendProgram sends the program part of the spec and closes the pipe.
-func (s *Sandbox) sendProgram(specW *os.File, pc programConfig) error {
-	if err := json.NewEncoder(specW).Encode(pc); err != nil {
-		return s.setupFailed("send program", err)
-	}
-	specW.Close()
-	return nil
 }
 
 // lateWriter is a prepared sandbox's output stream: it is connected to

@@ -5,30 +5,29 @@ import (
 	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
-// The parent and the init talk over two pipes the init inherits:
+// The parent and the init talk over two channels the init inherits:
 //
 //	parent (supervisor)                          init (re-exec'd binary)
 //	-------------------                          -----------------------
 //	clone(user,pid,net,mnt,ipc,uts) + uid/gid maps
+//	  (cgroup v2: born in the run's cgroup)
 //	exec /proc/self/exe, env = {initEnv} ----->  Init(): lock OS thread
-//	[later: place in cgroup]
-//	fd 3: write initConfig JSON [, close] ->  read one JSON value from fd 3
-//	                                             (barrier: the parent is alive
-//	                                             and done placing it)
-//	                                             jail setup steps, in order
-//	[prepared sandbox (warm pool) only:]
+//	fd 3: write initConfig JSON         ----->  read it; build the jail
+//	[cgroup v1: place it in the run's            (mounts, pivot_root,
+//	 cgroup meanwhile]                            hostname, lo up)
 //	fd 4: read one message              <-----  {"prepared":true}
-//	      ... idle until a request ...
-//	fd 3: write programConfig JSON, close ---->  read it
-//	[both:]
-//	                                             limits, fds, caps, no_new_privs
-//	fd 4: read until EOF                <-----  {"ready":true} after the last setup step
-//	                                     <-----  on failure: {"stage","errno","msg"}, exit
+//	      [a prepared sandbox of a warm pool waits here for a request]
+//	fd 3: write programConfig JSON,     ----->  read it (the barrier: the
+//	      close                                  init is in its cgroup)
+//	                                             cgroupns, rlimits, chdir,
+//	                                             fds, caps, no_new_privs
+//	fd 4: read until EOF                <-----  {"ready":true}
 //	                                             load seccomp
 //	                                     <-----  {"listener":true} + the listener fd
 //	                                             (SCM_RIGHTS; only with kill-by-notify)
 //	                                             execve: fd 4 is close-on-exec, so EOF
 //	                                             after "ready" means exec'd
+//	on any failure:                     <-----  {"stage","errno","msg"}, exit
 //
 // fd 4 is a SOCK_SEQPACKET socket: one message a packet, and it can carry
 // the seccomp listener fd. EOF without "ready" means the init died during
@@ -44,22 +43,18 @@ const (
 	stagingDir = "/tmp"
 )
 
-// initConfig is what the init obeys. It carries no decisions: every value
-// was computed by the parent.
+// initConfig is the jail the init builds. It carries no decisions: every
+// value was computed by the parent.
 type initConfig struct {
-	programConfig
 	Hostname string      `json:"hostname"`
 	NetNS    bool        `json:"netns"`
 	Process  bool        `json:"process,omitempty"`
 	Plan     rootfs.Plan `json:"plan"`
 	Staging  string      `json:"staging"`
-	// Deferred: build the jail, report "prepared", then wait on fd 3 for
-	// a programConfig (a prepared sandbox of a warm pool).
-	Deferred bool `json:"deferred,omitempty"`
 }
 
-// programConfig is the part of the spec that is applied just before exec,
-// so it can come later than the jail: what runs, and under which limits
+// programConfig is the part of the spec applied just before exec, sent
+// once the jail is built and placed: what runs, and under which limits
 // and filter.
 type programConfig struct {
 	Args    []string        `json:"args"`
