@@ -1,74 +1,473 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/airlock-sandbox/airlock/cgroups"
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
-// bwrapArgs is bubblewrap doing what `airlock run` does by default: all
-// namespaces, a tmpfs root with read-only /usr and merged-usr links, fresh
-// /proc and /dev, tmpfs /tmp and /workspace, new session, clean env.
-var bwrapArgs = []string{"--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
-	"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-	"--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-	"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/workspace", "--chdir", "/workspace"}
+// Environment of the cold-start benchmark (scripts/bench sets both).
+const (
+	// benchBinEnv names a prebuilt airlock binary; without it the
+	// benchmark builds one with `go build`.
+	benchBinEnv = "AIRLOCK_BENCH_BIN"
+	// benchTableEnv names the file the markdown table is written to;
+	// without it the table goes to the benchmark log.
+	benchTableEnv = "AIRLOCK_BENCH_TABLE"
+)
 
-// BenchmarkColdStart measures `airlock run -- /bin/true` against bare
-// /bin/true and bwrap doing the same, interleaved in one run so that they
-// share the machine's noise. Each iteration runs all three once; the
-// medians are reported (bare-ms, airlock-ms, bwrap-ms and the overheads).
-// Run it with scripts/bench or:
+// benchPayload is a program every row runs, by absolute path: the
+// sandboxes get no PATH search.
+type benchPayload struct {
+	name string
+	argv []string
+}
+
+var benchPayloads = []benchPayload{
+	{"true", []string{"/bin/true"}},
+	{"python", []string{"/usr/bin/python3", "-I", "-S", "-c", "pass"}},
+}
+
+// benchRow is one sandbox of the side-by-side table.
+type benchRow struct {
+	name string // in the table
+	key  string // metric prefix: no spaces
+	// run runs the payload once in the sandbox and fails unless it exits 0.
+	run func(ctx context.Context, payload []string) error
+	// before, if set, runs untimed before each timed run.
+	before func()
+	// unavailable says why the row is not measured ("" = measured).
+	unavailable string
+	// required rows fail the benchmark when they fail (bare and airlock);
+	// a failing peer only marks its row.
+	required bool
+	failed   string
+	times    map[string][]time.Duration // by payload name
+	runs     int                        // throughput: runs done
+	busy     time.Duration              // throughput: wall time they took
+}
+
+// commandRow runs prefix+payload as a host command with env, output
+// discarded (collected only to explain a failure).
+func commandRow(name, key string, env, prefix []string) *benchRow {
+	return &benchRow{name: name, key: key, run: func(ctx context.Context, payload []string) error {
+		argv := append(slices.Clip(prefix), payload...)
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Env = env
+		if err := cmd.Run(); err != nil {
+			// Run it again to show why: the timed run keeps no pipes.
+			again := exec.CommandContext(ctx, argv[0], argv[1:]...)
+			again.Env = env
+			out, _ := again.CombinedOutput()
+			return fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, firstLine(out))
+		}
+		return nil
+	}}
+}
+
+// executeRow runs the payload with ex.Execute under the default policy.
+func executeRow(name, key string, ex *executor.Executor) *benchRow {
+	return &benchRow{name: name, key: key, run: func(ctx context.Context, payload []string) error {
+		res, err := ex.Execute(ctx, executor.Request{Args: payload, Policy: policy.Default()})
+		if err != nil {
+			return err
+		}
+		if res.Status != nsjail.StatusOK {
+			return fmt.Errorf("%s: status %s: %s", strings.Join(payload, " "), res.Status, firstLine([]byte(res.Stderr)))
+		}
+		return nil
+	}}
+}
+
+func firstLine(b []byte) string {
+	s, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return s
+}
+
+// existing returns the paths that exist on this host (/lib64 is
+// missing on some architectures).
+func existing(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// bwrapPrefix is bubblewrap doing what `airlock run` does by default: all
+// namespaces, system dirs bound read-only on a tmpfs root, fresh /proc and
+// /dev, tmpfs /tmp and /workspace, new session, clean env, no
+// capabilities (as root bwrap would keep them inside its user namespace).
+func bwrapPrefix(bwrap string) []string {
+	a := []string{bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL"}
+	for _, p := range existing("/usr", "/bin", "/lib", "/lib64", "/etc") {
+		a = append(a, "--ro-bind", p, p)
+	}
+	return append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+		"--tmpfs", "/workspace", "--chdir", "/workspace")
+}
+
+// firejailPrefix is firejail's closest equivalent, with no profile and
+// only flags that keep to its own state under /run/firejail. There must be
+// no "--" before the program: with it firejail 0.9.72 runs the program
+// through the user's login shell. As root firejail refuses --noroot (a
+// user namespace); rootless it takes it, as airlock has one in both modes.
+func firejailPrefix(firejail string, root bool) []string {
+	a := []string{firejail, "--quiet", "--noprofile", "--net=none", "--private", "--private-dev",
+		"--private-tmp", "--caps.drop=all", "--nonewprivs", "--seccomp"}
+	if !root {
+		a = append(a, "--noroot")
+	}
+	return a
+}
+
+// nsjailPrefix is nsjail's equivalent (it clones every namespace by
+// default); as root the sandbox's id maps to host 65534, as airlock's.
+func nsjailPrefix(nsjail string, root bool) []string {
+	a := []string{nsjail, "--mode", "o", "--really_quiet", "--time_limit", "60"}
+	if root {
+		a = append(a, "--user", "0:65534:1", "--group", "0:65534:1")
+	}
+	for _, p := range existing("/usr", "/bin", "/lib", "/lib64", "/etc", "/dev/null", "/dev/zero", "/dev/urandom") {
+		a = append(a, "--bindmount_ro", p)
+	}
+	return append(a, "--tmpfsmount", "/tmp", "--tmpfsmount", "/workspace", "--cwd", "/workspace", "--")
+}
+
+// airlockBinary returns the CLI to measure: $AIRLOCK_BENCH_BIN, or one
+// built now.
+func airlockBinary(b *testing.B) string {
+	if p := os.Getenv(benchBinEnv); p != "" {
+		return p
+	}
+	dir := testutil.WorldReadableDir(b) // as root the init re-execs it as uid 65534
+	bin := filepath.Join(dir, "airlock")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build (or set %s): %v\n%s", benchBinEnv, err, out)
+	}
+	return bin
+}
+
+// BenchmarkColdStart runs /bin/true and `python3 -I -S -c pass` bare,
+// under `airlock run` (default policy) and under the peers installed here
+// (bwrap, firejail, unshare with airlock's namespaces, nsjail), in
+// interleaved rounds so that every row shares the machine's noise: each
+// b.Loop iteration runs every row once per payload, starting from a
+// different row each time. Then it measures throughput, 2*N runs of
+// /bin/true per row two at a time, in four interleaved chunks. It reports
+// the medians (KEY-true-ms, KEY-python-ms), overheads over bare and runs/s,
+// and writes a markdown table (to $AIRLOCK_BENCH_TABLE, or the log).
+// scripts/bench runs it:
 //
 //	go test -run '^$' -bench ColdStart -benchtime 200x ./cmd/airlock
 func BenchmarkColdStart(b *testing.B) {
-	bin := filepath.Join(b.TempDir(), "airlock")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+	testutil.RequireUserNS(b)
+	root := os.Geteuid() == 0
+	bin := airlockBinary(b)
+	cache := b.TempDir()
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + os.Getenv("HOME"), "XDG_CACHE_HOME=" + cache}
+
+	rows := []*benchRow{
+		commandRow("bare", "bare", env, nil),
+		commandRow("airlock run", "airlock", env, []string{bin, "run", "--"}),
 	}
-	os.Chmod(filepath.Dir(bin), 0o755)
-	rows := map[string][]string{
-		"bare":    {"/bin/true"},
-		"airlock": {bin, "run", "--", "/bin/true"},
-	}
+	rows[0].required, rows[1].required = true, true
 	if p, err := exec.LookPath("bwrap"); err == nil {
-		rows["bwrap"] = append(append([]string{p}, bwrapArgs...), "/bin/true")
+		rows = append(rows, commandRow("bwrap", "bwrap", env, bwrapPrefix(p)))
 	} else {
-		b.Log("bwrap not installed: no bwrap row")
+		rows = append(rows, &benchRow{name: "bwrap", key: "bwrap", unavailable: "not installed (apt-get install bubblewrap)"})
 	}
-	times := map[string][]time.Duration{}
-	for name, argv := range rows { // warm the page cache
-		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
-			b.Fatalf("%s: %v\n%s", name, err, out)
+	if p, err := exec.LookPath("firejail"); err == nil {
+		rows = append(rows, commandRow("firejail", "firejail", env, firejailPrefix(p, root)))
+	} else {
+		rows = append(rows, &benchRow{name: "firejail", key: "firejail", unavailable: "not installed (apt-get install firejail)"})
+	}
+	if p, err := exec.LookPath("unshare"); err == nil {
+		rows = append(rows, commandRow("unshare -UpnmiuC", "unshare", env, []string{p, "-UpnmiuC", "--fork"}))
+	} else {
+		rows = append(rows, &benchRow{name: "unshare -UpnmiuC", key: "unshare", unavailable: "not installed (util-linux)"})
+	}
+	if p, err := exec.LookPath("nsjail"); err == nil {
+		rows = append(rows, commandRow("nsjail", "nsjail", env, nsjailPrefix(p, root)))
+	} else {
+		rows = append(rows, &benchRow{name: "nsjail", key: "nsjail", unavailable: "not installable here (not packaged in Debian 12)"})
+	}
+	// The library path, in this process: executor.Execute cold, and from
+	// a warm pool (sandboxes prepared ahead; before each timed warm run
+	// the pool has one ready, as in a daemon between requests; in the
+	// throughput part it refills only as fast as it can prepare, and runs
+	// that find it empty are cold).
+	work := testutil.WorldReadableDir(b)
+	coldEx, err := executor.New(executor.Config{WorkDir: work})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer coldEx.Close()
+	warmEx, err := executor.New(executor.Config{WorkDir: work, Pool: executor.PoolConfig{Size: 2, Refill: 2, Policy: policy.Default()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer warmEx.Close()
+	rows = append(rows, executeRow("airlock Execute, cold", "execute-cold", coldEx),
+		executeRow("airlock Execute, warm pool", "execute-warm", warmEx))
+	rows[len(rows)-1].before = func() {
+		testutil.WaitFor(time.Minute, func() bool { return warmEx.PoolStats().Ready > 0 })
+	}
+	rows[len(rows)-2].required, rows[len(rows)-1].required = true, true
+
+	ctx := b.Context()
+	// One run of each payload per row: a check, and it warms the page
+	// cache and airlock's filter cache.
+	var live []*benchRow
+	for _, r := range rows {
+		if r.unavailable != "" {
+			continue
+		}
+		r.times = map[string][]time.Duration{}
+		for _, p := range benchPayloads {
+			if r.failed == "" {
+				r.fail(b, runOnce(ctx, r, p.argv))
+			}
+		}
+		if r.failed == "" {
+			live = append(live, r)
 		}
 	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for _, name := range []string{"bare", "airlock", "bwrap"} {
-			argv, ok := rows[name]
-			if !ok {
-				continue
+	enforced := airlockEnforced(ctx, b, bin, env)
+
+	rounds := 0
+	for b.Loop() {
+		for _, p := range benchPayloads {
+			for j := range live {
+				r := live[(rounds+j)%len(live)]
+				if r.failed != "" {
+					continue
+				}
+				if r.before != nil {
+					r.before()
+				}
+				t := time.Now()
+				err := runOnce(ctx, r, p.argv)
+				d := time.Since(t)
+				if r.fail(b, err) {
+					continue
+				}
+				r.times[p.name] = append(r.times[p.name], d)
 			}
-			t := time.Now()
-			if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
-				b.Fatalf("%s: %v", name, err)
+		}
+		rounds++
+	}
+
+	total := 2 * rounds
+	chunks := min(4, max(1, total/8))
+	for c := range chunks {
+		n := total/chunks + boolInt(c < total%chunks)
+		for j := range live {
+			if r := live[(c+j)%len(live)]; r.failed == "" {
+				r.fail(b, throughput(ctx, r, n))
 			}
-			times[name] = append(times[name], time.Since(t))
 		}
 	}
-	b.StopTimer()
-	med := map[string]float64{}
-	for name, ts := range times {
-		slices.Sort(ts)
-		med[name] = float64(ts[len(ts)/2].Microseconds()) / 1000
-		b.ReportMetric(med[name], name+"-ms")
+
+	table := benchTable(rows, rounds, total, root, enforced)
+	for _, r := range rows {
+		if r.failed != "" || r.unavailable != "" {
+			continue
+		}
+		for _, p := range benchPayloads {
+			b.ReportMetric(median(r.times[p.name]), r.key+"-"+p.name+"-ms")
+			if r.key != "bare" {
+				b.ReportMetric(median(r.times[p.name])-median(rows[0].times[p.name]), r.key+"-"+p.name+"-overhead-ms")
+			}
+		}
+		b.ReportMetric(r.rate(), r.key+"-runs/s")
 	}
-	b.ReportMetric(med["airlock"]-med["bare"], "airlock-overhead-ms")
-	if _, ok := med["bwrap"]; ok {
-		b.ReportMetric(med["bwrap"]-med["bare"], "bwrap-overhead-ms")
+	b.ReportMetric(0, "ns/op") // an iteration mixes every row and payload
+	if path := os.Getenv(benchTableEnv); path != "" {
+		if err := os.WriteFile(path, []byte(table), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		b.Log("\n" + table)
 	}
-	b.ReportMetric(0, "ns/op") // the per-iteration time mixes three commands
+}
+
+// fail records err on the row and reports whether there was one; a
+// required row fails the benchmark.
+func (r *benchRow) fail(b *testing.B, err error) bool {
+	if err == nil {
+		return false
+	}
+	if r.required {
+		b.Fatalf("%s: %v", r.name, err)
+	}
+	r.failed = err.Error()
+	b.Logf("%s: %v (row dropped)", r.name, err)
+	return true
+}
+
+// runOnce bounds one run: a hung peer must not hang the benchmark.
+func runOnce(ctx context.Context, r *benchRow, payload []string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return r.run(ctx, payload)
+}
+
+// throughput runs /bin/true n times in the row, two at a time, and adds
+// the runs and the wall time to the row's totals.
+func throughput(ctx context.Context, r *benchRow, n int) error {
+	const workers = 2
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	t := time.Now()
+	for w := range workers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) && errs[w] == nil {
+				errs[w] = runOnce(ctx, r, benchPayloads[0].argv)
+			}
+		})
+	}
+	wg.Wait()
+	r.busy += time.Since(t)
+	r.runs += n
+	return errors.Join(errs...)
+}
+
+func (r *benchRow) rate() float64 {
+	if r.busy <= 0 {
+		return 0
+	}
+	return float64(r.runs) / r.busy.Seconds()
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// median in milliseconds.
+func median(ds []time.Duration) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + m) / 2
+	}
+	return float64(m.Microseconds()) / 1000
+}
+
+// airlockEnforced returns what airlock enforced on a default run, for the
+// notes under the table.
+func airlockEnforced(ctx context.Context, b *testing.B, bin string, env []string) nsjail.Enforced {
+	cmd := exec.CommandContext(ctx, bin, "run", "--json", "--", "/bin/true")
+	cmd.Env = env
+	out, err := cmd.Output()
+	var res nsjail.Result
+	if jerr := json.Unmarshal(out, &res); err != nil || jerr != nil || res.Status != nsjail.StatusOK {
+		b.Fatalf("airlock run --json -- /bin/true: %v %v: %s", err, jerr, out)
+	}
+	return res.Enforced
+}
+
+// benchTable is the markdown table, preceded by the host line and
+// followed by notes on what airlock enforced and rows not measured.
+func benchTable(rows []*benchRow, rounds, runs int, root bool, enf nsjail.Enforced) string {
+	var s strings.Builder
+	who := fmt.Sprintf("rootless (uid %d)", os.Getuid())
+	if root {
+		who = "as root"
+	}
+	fmt.Fprintf(&s, "%s, kernel %s, %d CPUs (%s), cgroup %s, %s; medians of %d interleaved runs; runs/s: %d runs of /bin/true, 2 at a time\n\n",
+		time.Now().Format("2006-01-02 15:04 MST"), kernelRelease(), runtime.NumCPU(), cpuModel(),
+		cgroupMode(), who, rounds, runs)
+	s.WriteString("| sandbox | true ms | overhead | python ms | overhead | runs/s |\n")
+	s.WriteString("|---|---|---|---|---|---|\n")
+	bare := rows[0]
+	var notes []string
+	for _, r := range rows {
+		switch {
+		case r.unavailable != "":
+			fmt.Fprintf(&s, "| %s | %s | | | | |\n", r.name, r.unavailable)
+			continue
+		case r.failed != "":
+			fmt.Fprintf(&s, "| %s | failed (see below) | | | | |\n", r.name)
+			notes = append(notes, fmt.Sprintf("- %s failed: %s", r.name, r.failed))
+			continue
+		}
+		fmt.Fprintf(&s, "| %s ", r.name)
+		for _, p := range benchPayloads {
+			m := median(r.times[p.name])
+			over := "0"
+			if r != bare {
+				over = fmt.Sprintf("%+.2f", m-median(bare.times[p.name]))
+			}
+			fmt.Fprintf(&s, "| %.2f | %s ", m, over)
+		}
+		fmt.Fprintf(&s, "| %.1f |\n", r.rate())
+	}
+	fmt.Fprintf(&s, "\nairlock enforced: namespaces %s, uid map %q, rootfs %s, seccomp %s (%d rules), limits %s, capabilities %s, no_new_privs %v\n",
+		strings.Join(enf.Namespaces, ","), enf.UIDMap, enf.Rootfs, enf.Seccomp, enf.SeccompRules, enf.Limits,
+		enf.Capabilities, enf.NoNewPrivs)
+	for _, n := range notes {
+		s.WriteString(n + "\n")
+	}
+	return s.String()
+}
+
+func cgroupMode() string {
+	switch m := cgroups.HostMode(); m {
+	case cgroups.Unified:
+		return "v2"
+	case cgroups.Hybrid, cgroups.Legacy:
+		return "v1 (" + string(m) + ")"
+	default:
+		return string(m)
+	}
+}
+
+func kernelRelease() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// cpuModel is the first "model name" of /proc/cpuinfo.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown model"
+	}
+	for line := range strings.Lines(string(b)) {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown model"
 }
