@@ -96,7 +96,8 @@ func makePlan(p *Profile, goarch string, opts Options) (*plan, error) {
 				if r.Action == policy.ActAllow || r.Action == policy.ActLog {
 					continue // not on this arch: the default denies it anyway
 				}
-				return nil, fmt.Errorf("seccomp: %w %q in a %s rule (not a %s syscall)", ErrUnknownSyscall, name, r.Action, goarch)
+				// Invalid (the policy must be fixed) and ErrUnknownSyscall.
+				return nil, fmt.Errorf("%w: %w", policy.Invalid("seccomp rule", "unknown syscall %q in a %s rule (not a %s syscall)", name, r.Action, goarch), ErrUnknownSyscall)
 			}
 			if _, seen := byNr[nr]; !seen {
 				order = append(order, nr)

@@ -25,6 +25,7 @@ commands:
   exec --lang L [-c CODE | FILE | -] [flags] [ARGS...]
                                      run source code in a sandbox
   doctor [--json]                    what this host can enforce, and how to fix the rest
+  posture [run flags] [--json]       what a sandbox under these flags looks like from inside
   policy show|validate|compile [NAME|FILE]
                                      inspect a policy and its seccomp filter
   help                               this text
@@ -47,6 +48,8 @@ func cli(args []string) int {
 		return doctorCmd(args[1:], os.Stdout, os.Stderr)
 	case "policy":
 		return policyCmd(args[1:], os.Stdout, os.Stderr)
+	case "posture":
+		return postureCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(os.Stdout, usage)
 		return 0
