@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/airlock-sandbox/airlock/policy"
 	cg "github.com/containerd/cgroups/v3"
@@ -58,7 +59,25 @@ func (p *Parent) Dir() string {
 //
 // The error, when no cgroup can be used, is an *policy.UnsupportedError
 // naming the fix.
+//
+// Discovery (configured == "") is done once per process: its answer does
+// not change, and a CLI run would otherwise pay for it twice (the host
+// probe and the executor both ask).
 func Find(configured string) (*Parent, error) {
+	if configured == "" {
+		discovered.once.Do(func() { discovered.p, discovered.err = find("") })
+		return discovered.p, discovered.err
+	}
+	return find(configured)
+}
+
+var discovered struct {
+	once sync.Once
+	p    *Parent
+	err  error
+}
+
+func find(configured string) (*Parent, error) {
 	switch HostMode() {
 	case Unified:
 		return findV2("/sys/fs/cgroup", configured)
