@@ -11,6 +11,7 @@ package probe
 import (
 	"errors"
 	"fmt"
+	"github.com/opencontainers/runc/libcontainer/system/kernelversion"
 	"os"
 	"strconv"
 	"strings"
@@ -75,10 +76,13 @@ func run() *Report {
 
 func kernel(release string) Check {
 	c := Check{Name: "kernel", Needed: true, Detail: release}
-	var major, minor int
-	fmt.Sscanf(release, "%d.%d", &major, &minor)
-	// mount_setattr (recursive read-only binds) and the new mount API.
-	if c.OK = major > 5 || major == 5 && minor >= 12; !c.OK {
+	// mount_setattr (recursive read-only binds) and the new mount API. An
+	// unparsable release fails closed.
+	ok, err := kernelversion.GreaterEqualThan(kernelversion.KernelVersion{Kernel: 5, Major: 12})
+	if err != nil {
+		c.Detail += ": " + err.Error()
+	}
+	if c.OK = ok && err == nil; !c.OK {
 		c.Fix = "Linux 5.12 or newer is needed (mount_setattr)"
 	}
 	return c
