@@ -189,6 +189,8 @@ func applyOp(root int, op Op, clone int) error {
 		return attachFile(root, rel, clone)
 	case KindCover:
 		return cover(root, rel, op.Optional)
+	case KindMask:
+		return mask(root, rel)
 	}
 	return fmt.Errorf("unknown kind %q", op.Kind)
 }
@@ -204,6 +206,57 @@ func cover(root int, rel string, optional bool) error {
 	}
 	defer unix.Close(fd)
 	if err := setattr(fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC); err != nil {
+		return err
+	}
+	return inParent(root, rel, func(dir int, name string) error {
+		t, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(t)
+		return moveMount(fd, t)
+	})
+}
+
+// mask hides rel (inside the new root) if it exists: a directory under
+// a fresh empty read-only tmpfs, anything else under an empty read-only
+// file. The file lives in a detached tmpfs that is never attached, so
+// there is no source on any path to swap (the /dev/null race of
+// CVE-2025-31133 cannot happen).
+func mask(root int, rel string) error {
+	var st unix.Stat_t
+	err := unix.Fstatat(root, rel, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ro := unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		mfd, err := newFS("tmpfs", "size=4k,nr_inodes=1,mode=0555", ro)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(mfd)
+		return attachDir(root, rel, mfd)
+	}
+	holder, err := newFS("tmpfs", "size=4k,nr_inodes=2,mode=0755", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(holder)
+	f, err := unix.Openat(holder, "empty", unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_CLOEXEC, 0o444)
+	if err != nil {
+		return fmt.Errorf("empty file: %w", err)
+	}
+	unix.Close(f)
+	fd, err := unix.OpenTree(holder, "empty", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("open_tree: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := setattr(fd, uint64(ro)); err != nil {
 		return err
 	}
 	return inParent(root, rel, func(dir int, name string) error {

@@ -23,6 +23,10 @@ const (
 	// KindCover re-binds Target, a path already inside the new root,
 	// read-only onto itself (used to cover writable holes in /proc).
 	KindCover Kind = "cover"
+	// KindMask hides Target, an entry already inside the new root (in
+	// /proc), when it exists: a file under an empty read-only file, a
+	// directory under an empty read-only tmpfs.
+	KindMask Kind = "mask"
 	// KindDir creates the directory Target.
 	KindDir Kind = "dir"
 	// KindSymlink creates Target as a symlink to Source.
@@ -87,6 +91,14 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 // procCovers are writable or sensitive corners of /proc made read-only.
 var procCovers = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}
 
+// procMasks are /proc entries that show host state the sandbox has no use
+// for and that its own pid namespace does not scope: the kernel keyring
+// tables list the descriptions of every key of the sandbox's host uid
+// (rootless, the caller's own keys), the rest leak host memory, timers
+// and hardware (runc masks the same set).
+var procMasks = []string{"/proc/keys", "/proc/key-users", "/proc/kcore", "/proc/timer_list",
+	"/proc/sched_debug", "/proc/latency_stats", "/proc/acpi", "/proc/asound", "/proc/scsi"}
+
 // Default builds DESIGN.md's default filesystem: a read-only tmpfs root,
 // read-only recursive binds of /usr and the system directories, a few
 // /etc files, fresh /proc with read-only covers, a minimal /dev with
@@ -134,6 +146,9 @@ func Default(o Options) (Plan, error) {
 	add(Op{Kind: KindProc, Target: "/proc"})
 	for _, c := range procCovers {
 		add(Op{Kind: KindCover, Target: c, Optional: true})
+	}
+	for _, m := range procMasks {
+		add(Op{Kind: KindMask, Target: m})
 	}
 
 	// /dev: a tiny tmpfs with the harmless host nodes bound in.
@@ -195,7 +210,7 @@ func (p Plan) Validate() error {
 			if op.Source == "" {
 				return fmt.Errorf("rootfs: op %d: symlink %s has no target", i, op.Target)
 			}
-		case KindTmpfs, KindProc, KindCover, KindDir, KindFile:
+		case KindTmpfs, KindProc, KindCover, KindMask, KindDir, KindFile:
 		default:
 			return fmt.Errorf("rootfs: op %d: unknown kind %q", i, op.Kind)
 		}
