@@ -1,0 +1,7 @@
+# K01: the whole environment, of the payload and of a child.
+import subprocess
+OUT["self"] = sorted(os.environ)
+OUT["proc1"] = sorted(v.split("=", 1)[0] for v in read("/proc/1/environ").split("\0") if v)
+OUT["child"] = sorted(subprocess.run(["env"], capture_output=True, text=True).stdout.split("\n"))
+OUT["child"] = sorted(l.split("=", 1)[0] for l in OUT["child"] if l)
+done()
