@@ -188,15 +188,16 @@ func applyOp(root int, op Op, clone int) error {
 		}
 		return attachFile(root, rel, clone)
 	case KindCover:
-		return cover(root, rel, op.Optional)
+		return cover(root, rel, op.Optional, op.KeepDevices)
 	case KindMask:
 		return mask(root, rel)
 	}
 	return fmt.Errorf("unknown kind %q", op.Kind)
 }
 
-// cover re-binds rel (inside the new root) read-only onto itself.
-func cover(root int, rel string, optional bool) error {
+// cover re-binds rel (inside the new root) read-only onto itself, and
+// nodev unless keepDevices.
+func cover(root int, rel string, optional, keepDevices bool) error {
 	fd, err := unix.OpenTree(root, rel, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
 	if errors.Is(err, unix.ENOENT) && optional {
 		return nil
@@ -205,7 +206,11 @@ func cover(root int, rel string, optional bool) error {
 		return fmt.Errorf("open_tree: %w", err)
 	}
 	defer unix.Close(fd)
-	if err := setattr(fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC); err != nil {
+	attr := uint64(unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC)
+	if !keepDevices {
+		attr |= unix.MOUNT_ATTR_NODEV
+	}
+	if err := setattr(fd, attr); err != nil {
 		return err
 	}
 	return inParent(root, rel, func(dir int, name string) error {

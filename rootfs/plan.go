@@ -51,6 +51,9 @@ type Op struct {
 	// CharDevice requires a bind source to be a character device (the
 	// /dev nodes), so a swapped /dev/null is refused, not bound.
 	CharDevice bool `json:"char_device,omitempty"`
+	// KeepDevices leaves a cover without nodev, so the device nodes
+	// under it stay usable (the cover of /dev).
+	KeepDevices bool `json:"keep_devices,omitempty"`
 }
 
 // Plan is the whole filesystem of a sandbox: a list of steps carried out in
@@ -159,7 +162,11 @@ func Default(o Options) (Plan, error) {
 	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}} {
 		add(Op{Kind: KindSymlink, Source: l[1], Target: "/dev/" + l[0]})
 	}
-	// python's multiprocessing needs a POSIX shm directory.
+	// Populated, /dev goes read-only (its nodes stay usable: a read-only
+	// mount does not stop writes to a device); /dev/shm, mounted after,
+	// is the one writable place in it. python's multiprocessing needs it.
+	add(Op{Kind: KindDir, Target: "/dev/shm"})
+	add(Op{Kind: KindCover, Target: "/dev", KeepDevices: true})
 	add(Op{Kind: KindTmpfs, Target: "/dev/shm", Options: tmpfsOpts(size, "1777"), NoExec: true})
 
 	add(Op{Kind: KindTmpfs, Target: "/tmp", Options: tmpfsOpts(size, "1777")})

@@ -168,7 +168,7 @@ func checkConfined(t *testing.T, p policy.Policy, spec nsjail.Spec, notEnforced 
 	for _, op := range spec.Plan.Ops {
 		switch {
 		case op.Target == "/proc" || strings.HasPrefix(op.Target, "/proc/"):
-			if op.Kind != rootfs.KindProc && op.Kind != rootfs.KindCover {
+			if op.Kind != rootfs.KindProc && op.Kind != rootfs.KindCover && op.Kind != rootfs.KindMask {
 				t.Fatalf("%s over /proc: %+v", op.Kind, op)
 			}
 		case op.Target == "/dev" || strings.HasPrefix(op.Target, "/dev/"):
