@@ -24,8 +24,9 @@ type PoolConfig struct {
 	Size int
 	// Policy is what the pooled sandboxes are prepared for. A request
 	// runs in a prepared sandbox when its policy builds the same jail
-	// (filesystem, network, identity, cgroup limits); the program's part
-	// (timeout, CPU time, environment, rlimits, seccomp filter, output
+	// (filesystem, network, identity, cgroup limits) with the same
+	// seccomp filter (the prepared init has loaded it already); the
+	// program's part (timeout, CPU time, environment, rlimits, output
 	// caps) may differ per request. Other requests, sessions and the
 	// process backend run cold, as without a pool.
 	Policy policy.Policy
@@ -42,9 +43,9 @@ type PoolStats struct {
 }
 
 // pool keeps up to Size prepared sandboxes. Tokens bound the number
-// prepared or being prepared: a refill worker takes one to prepare a
-// sandbox; a request that takes a sandbox returns the token at once, so
-// the replacement is prepared while the request runs.
+// prepared, being prepared or in use: a refill worker takes one to
+// prepare a sandbox; the token comes back when the request that used the
+// sandbox has returned and the sandbox is gone.
 type pool struct {
 	e      *Executor
 	cfg    PoolConfig
@@ -114,7 +115,7 @@ func (p *pool) fits(pol policy.Policy) bool {
 		return false
 	}
 	spec, err := p.jail(pol)
-	return err == nil && nsjail.SameJail(&spec, &p.key)
+	return err == nil && nsjail.SameJail(&spec, &p.key) && nsjail.SameFilter(spec.Seccomp, p.key.Seccomp)
 }
 
 func (p *pool) refill() {
@@ -190,7 +191,6 @@ func (p *pool) take() *warm {
 	}
 	select {
 	case w := <-p.ready:
-		p.tokens <- struct{}{}
 		p.wg.Add(1)
 		return w
 	default:
@@ -234,6 +234,10 @@ func (p *pool) execute(ctx context.Context, req Request) (res *Result, ok bool, 
 			defer p.wg.Done()
 			w.prep.Close()
 			p.cleanup(w)
+			// The replacement is prepared after the request, not during
+			// it: on a small machine a preparation (a clone and a Go
+			// runtime starting) competes with the request for the CPU.
+			p.tokens <- struct{}{}
 		}()
 	}()
 	req, lang, skip, _, _, err := p.e.prepare(req, w.ws, false)

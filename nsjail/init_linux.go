@@ -91,10 +91,22 @@ func runInit(status *os.File) (err error) {
 			return err
 		}
 	}
-	// The jail is built (the process backend has none). Report it and
-	// wait for the program: the parent sends it only once this process
-	// is in its cgroup, so no program code ever runs outside it, and a
-	// prepared sandbox waits here for a request.
+	dropCaps := dropCapabilities
+	if cfg.Process {
+		dropCaps = clearCapabilities
+	}
+	// A prepared sandbox of a warm pool is confined before it waits for a
+	// request: its parent placed it in its cgroup before sending the
+	// spec, so there is nothing to wait for. A cold start is confined
+	// only after its program arrives: the parent places it meanwhile.
+	if cfg.Ahead {
+		if err := confine(!cfg.Process, cfg.Seccomp, dropCaps); err != nil {
+			return err
+		}
+	}
+	// Report the jail built and wait for the program: the parent sends
+	// it only once this process is in its cgroup, so no program code
+	// ever runs outside it.
 	if err := stage("report prepared", writeStatus(status, initStatus{Prepared: true})); err != nil {
 		return err
 	}
@@ -102,16 +114,20 @@ func runInit(status *os.File) (err error) {
 	if err := stage("read program", readProgram(spec, &prog)); err != nil {
 		return err
 	}
-	if cfg.Process {
-		return finish(status, &prog, clearCapabilities)
-	}
-	// A cgroup namespace rooted at the cgroup the parent placed us in
-	// (final only now), so /proc/self/cgroup shows "/" and no host path.
-	// unshare affects only this thread, which is the one that execs.
-	if err := stage("unshare cgroup", unix.Unshare(unix.CLONE_NEWCGROUP)); err != nil {
+	argv0, err := programSettings(&prog)
+	if err != nil {
 		return err
 	}
-	return finish(status, &prog, dropCapabilities)
+	if !cfg.Ahead {
+		if err := confine(!cfg.Process, prog.Seccomp, dropCaps); err != nil {
+			return err
+		}
+	}
+	if err := stage("report ready", writeStatus(status, initStatus{Ready: true})); err != nil {
+		return err
+	}
+	// Nothing but exec after this point.
+	return stage("exec", unix.Exec(argv0, prog.Args, prog.Env))
 }
 
 // buildJail is the namespaces backend's setup: mounts, root, hostname,
@@ -145,30 +161,44 @@ func buildJail(cfg *initConfig) error {
 	return nil
 }
 
-// finish is the end of both sequences, the jail's and the process
-// backend's: limits, working directory, fds, capabilities, no_new_privs,
-// then seccomp and exec. dropCaps empties the capability sets.
-func finish(status *os.File, cfg *programConfig, dropCaps func() error) error {
-	// Rlimits before the capability drop (raising a hard limit needs
-	// CAP_SYS_RESOURCE). Setting NOFILE explicitly also stops the Go
-	// runtime from restoring its own soft limit at exec.
+// programSettings applies the program's rlimits and working directory
+// and finds its binary. Raising a hard limit would need CAP_SYS_RESOURCE
+// in the host's user namespace, which the init never has, so the order
+// with the capability drop does not matter. Setting NOFILE explicitly
+// also stops the Go runtime from restoring its own soft limit at exec.
+func programSettings(cfg *programConfig) (string, error) {
 	for _, r := range cfg.Rlimits {
 		if err := stage("setrlimit", unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max})); err != nil {
-			return err
+			return "", err
 		}
 	}
 	// The working directory is set after pivot_root, inside the new root
 	// (jail), so it can never point into the host (CVE-2024-21626).
 	if err := stage("chdir", unix.Chdir(cfg.Dir)); err != nil {
-		return err
+		return "", err
 	}
 	argv0, err := lookPath(cfg.Args[0], cfg.Env)
 	if err != nil {
-		return stage("exec", err)
+		return "", stage("exec", err)
+	}
+	return argv0, nil
+}
+
+// confine is the init's own confinement, in order: cgroup namespace (in
+// the jail), fds, capabilities, no_new_privs, seccomp. dropCaps empties
+// the capability sets.
+func confine(jail bool, filter *seccomp.Filter, dropCaps func() error) error {
+	// A cgroup namespace rooted at the cgroup the parent placed us in
+	// (final by now), so /proc/self/cgroup shows "/" and no host path.
+	// unshare affects only this thread, which is the one that execs.
+	if jail {
+		if err := stage("unshare cgroup", unix.Unshare(unix.CLONE_NEWCGROUP)); err != nil {
+			return err
+		}
 	}
 	// Every fd but stdio closes at exec, whatever leaked into the init
-	// from the supervisor (CVE-2024-21626). CLOEXEC, not close: the Go
-	// runtime still uses some of them until exec.
+	// from the supervisor (CVE-2024-21626). CLOEXEC, not close: the init
+	// still uses its spec pipe and status socket until exec.
 	if err := stage("close fds", closeFrom(3)); err != nil {
 		return err
 	}
@@ -178,25 +208,23 @@ func finish(status *os.File, cfg *programConfig, dropCaps func() error) error {
 	if err := stage("no_new_privs", unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)); err != nil {
 		return err
 	}
-	if err := stage("report ready", writeStatus(status, initStatus{Ready: true})); err != nil {
-		return err
-	}
-	// Seccomp last, so that it filters the program and nothing of the
-	// setup; TSYNC puts it on every thread of the init. Its listener (for
-	// kill-by-notify) goes to the parent; it is close-on-exec here.
-	if f := cfg.Seccomp; f != nil {
-		listener, err := seccomp.Load(f.Program, f.Notify)
+	// Seccomp last, so that it filters the program and as little of the
+	// setup as can be: what is left is reading the program part (ahead
+	// only), rlimits, chdir and the lookup, and exec. TSYNC puts it on
+	// every thread of the init. Its listener (for kill-by-notify) goes to
+	// the parent; it is close-on-exec here.
+	if filter != nil {
+		listener, err := seccomp.Load(filter.Program, filter.Notify)
 		if err != nil {
 			return stage("seccomp", err)
 		}
-		if f.Notify {
+		if filter.Notify {
 			if err := stage("send listener", sendListener(listener)); err != nil {
 				return err
 			}
 		}
 	}
-	// Nothing but exec after this point.
-	return stage("exec", unix.Exec(argv0, cfg.Args, cfg.Env))
+	return nil
 }
 
 // clearCapabilities empties the effective, permitted and inheritable

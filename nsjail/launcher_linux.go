@@ -35,6 +35,7 @@ type Sandbox struct {
 	exited  chan struct{} // closed once the init is reaped
 	waitErr error         // cmd.Wait's error, set before exited closes
 
+	held    []*os.File    // namespaces kept until the init is reaped (holdNamespaces)
 	placed  bool          // born in its cgroup (CLONE_INTO_CGROUP)
 	cpuBase time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
 
@@ -87,10 +88,10 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	}
 	defer c.close()
 	go s.watch(ctx)
-	if err := s.build(c); err != nil {
+	if err := s.build(c, false); err != nil {
 		return nil, err
 	}
-	if err := s.run(c); err != nil {
+	if err := s.run(c, false); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -164,8 +165,23 @@ func (s *Sandbox) launch() (*initChannels, error) {
 
 // build sends the init its jail and returns once the jail is built and
 // the init is in the run's cgroup; the init then waits for its program.
-func (s *Sandbox) build(c *initChannels) error {
-	if err := json.NewEncoder(c.specW).Encode(initConfigFor(s.spec)); err != nil {
+// ahead (a warm pool's prepared sandbox) places it first and has it
+// confine itself, seccomp included, before it waits.
+func (s *Sandbox) build(c *initChannels, ahead bool) error {
+	cfg := initConfigFor(s.spec)
+	place := s.spec.Cgroup != nil && !s.placed
+	if ahead {
+		// The init confines itself (cgroup namespace first) as soon as
+		// its jail is built: it must be in its cgroup before the spec.
+		cfg.Ahead, cfg.Seccomp = true, s.spec.Seccomp
+		if place {
+			if err := s.spec.Cgroup.Add(s.cmd.Process.Pid); err != nil {
+				return s.setupFailed("cgroup placement", err)
+			}
+			place = false
+		}
+	}
+	if err := json.NewEncoder(c.specW).Encode(cfg); err != nil {
 		return s.setupFailed("send spec", err)
 	}
 	// Placed while the init builds its jail: a cgroup v1 attach waits for
@@ -173,7 +189,7 @@ func (s *Sandbox) build(c *initChannels) error {
 	// init's own setup runs before it is placed; its program is sent (by
 	// run) after, and the init unshares its cgroup namespace only then.
 	var placeErr error
-	if s.spec.Cgroup != nil && !s.placed {
+	if place {
 		placeErr = s.spec.Cgroup.Add(s.cmd.Process.Pid)
 	}
 	// An init that failed its setup (and so vanished before it could be
@@ -186,12 +202,20 @@ func (s *Sandbox) build(c *initChannels) error {
 	if placeErr != nil {
 		return s.setupFailed("cgroup placement", placeErr)
 	}
+	if !s.spec.Process {
+		s.holdNamespaces()
+	}
 	return nil
 }
 
-// run sends the init its program and returns once it was exec'd.
-func (s *Sandbox) run(c *initChannels) error {
-	if err := json.NewEncoder(c.specW).Encode(programConfigFor(s.spec)); err != nil {
+// run sends the init its program and returns once it was exec'd. An
+// init confined ahead has its filter already.
+func (s *Sandbox) run(c *initChannels, ahead bool) error {
+	pc := programConfigFor(s.spec)
+	if ahead {
+		pc.Seccomp = nil
+	}
+	if err := json.NewEncoder(c.specW).Encode(pc); err != nil {
 		return s.setupFailed("send program", err)
 	}
 	c.specW.Close()
@@ -297,6 +321,46 @@ func (s *Sandbox) supervise(started chan<- error) {
 	started <- nil
 	s.waitErr = s.cmd.Wait()
 	close(s.exited)
+	s.releaseNamespaces()
+}
+
+// holdNamespaces keeps the sandbox's mount and network namespaces open
+// until after its init is reaped. Without a holder the kernel tears them
+// down inside the exit of pid 1 (an expedited RCU grace period for the
+// mounts), before the exit is reported: half a millisecond of every
+// result's latency here. With one, supervise drops them once the result
+// is on its way. An optimisation only: failing to open them is ignored.
+func (s *Sandbox) holdNamespaces() {
+	var held []*os.File
+	for _, ns := range []string{"mnt", "net"} {
+		if f, err := os.Open(fmt.Sprintf("/proc/%d/ns/%s", s.cmd.Process.Pid, ns)); err == nil {
+			held = append(held, f)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.exited: // too late: it is gone (or going) already
+		closeAll(held)
+	default:
+		s.held = held
+	}
+}
+
+// releaseNamespaces closes what holdNamespaces held, on the calling
+// goroutine: the teardown runs in this close.
+func (s *Sandbox) releaseNamespaces() {
+	s.mu.Lock()
+	held := s.held
+	s.held = nil
+	s.mu.Unlock()
+	closeAll(held)
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // startError classifies a failed clone/exec of the init.

@@ -9,10 +9,12 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
 // Prepared is a sandbox built ahead of a request: its namespaces, root
@@ -35,10 +37,11 @@ type Prepared struct {
 	used bool
 }
 
-// Prepare builds a sandbox from spec up to, not including, its program.
-// spec's program part (Args, Env, Dir, Rlimits, Seccomp, Timeout,
-// CPUTime, the streams and OutputLimit) is ignored: it comes with each
-// request to Start. Cancelling ctx aborts the preparation; it does not
+// Prepare builds a sandbox from spec up to, not including, its program,
+// and confines its init (no capabilities, no_new_privs, spec.Seccomp
+// loaded) while it waits. spec's program part (Args, Env, Dir, Rlimits,
+// Timeout, CPUTime, the streams and OutputLimit) is ignored: it comes
+// with each request to Start. Cancelling ctx aborts the preparation; it does not
 // affect the prepared sandbox after Prepare returned.
 func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	if spec.Process {
@@ -49,7 +52,7 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	if err := check.validate(); err != nil {
 		return nil, err
 	}
-	spec.Args, spec.Env, spec.Rlimits, spec.Seccomp = nil, nil, nil, nil
+	spec.Args, spec.Env, spec.Rlimits = nil, nil, nil
 	spec.Stdin, spec.Stdout, spec.Stderr = nil, nil, nil
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -76,7 +79,7 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		s.mu.Unlock()
 		s.kill(reasonCancelled)
 	})
-	err = s.build(c)
+	err = s.build(c, true)
 	if stop() && err == nil {
 		return p, nil
 	}
@@ -93,9 +96,18 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 func (p *Prepared) Pid() int { return p.s.Pid() }
 
 // Matches reports whether spec describes the sandbox p was prepared as
-// (see SameJail), in the same cgroup. Only such a spec can be started in p.
+// (see SameJail), in the same cgroup and with the same seccomp filter
+// (it is loaded ahead). Only such a spec can be started in p.
 func (p *Prepared) Matches(spec *Spec) bool {
-	return SameJail(p.s.spec, spec) && p.s.spec.Cgroup == spec.Cgroup
+	return SameJail(p.s.spec, spec) && p.s.spec.Cgroup == spec.Cgroup && SameFilter(p.s.spec.Seccomp, spec.Seccomp)
+}
+
+// SameFilter reports whether two seccomp filters are the same program.
+func SameFilter(a, b *seccomp.Filter) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Notify == b.Notify && slices.Equal(a.Program, b.Program)
 }
 
 // SameJail reports whether two specs build the same jail: filesystem
@@ -174,7 +186,7 @@ func (p *Prepared) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 			stdinW.Close()
 		}()
 	}
-	if err := s.run(p.c); err != nil {
+	if err := s.run(p.c, true); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -14,24 +14,26 @@ import (
 //	exec /proc/self/exe, env = {initEnv} ----->  Init(): lock OS thread
 //	fd 3: write initConfig JSON         ----->  read it; build the jail
 //	[cgroup v1: place it in the run's            (mounts, pivot_root,
-//	 cgroup meanwhile]                            hostname, lo up)
+//	 cgroup meanwhile; ahead: before]             hostname, lo up)
+//	                                             [ahead: confine now: cgroupns,
+//	                                              fds, caps, no_new_privs,
+//	                                              seccomp (+ listener, below)]
 //	fd 4: read one message              <-----  {"prepared":true}
 //	      [a prepared sandbox of a warm pool waits here for a request]
 //	fd 3: write programConfig JSON,     ----->  read it (the barrier: the
 //	      close                                  init is in its cgroup)
-//	                                             cgroupns, rlimits, chdir,
-//	                                             fds, caps, no_new_privs
-//	fd 4: read until EOF                <-----  {"ready":true}
-//	                                             load seccomp
+//	                                             rlimits, chdir, lookup
+//	                                             [cold: confine now]
 //	                                     <-----  {"listener":true} + the listener fd
 //	                                             (SCM_RIGHTS; only with kill-by-notify)
+//	fd 4: read until EOF                <-----  {"ready":true}
 //	                                             execve: fd 4 is close-on-exec, so EOF
 //	                                             after "ready" means exec'd
 //	on any failure:                     <-----  {"stage","errno","msg"}, exit
 //
 // fd 4 is a SOCK_SEQPACKET socket: one message a packet, and it can carry
 // the seccomp listener fd. EOF without "ready" means the init died during
-// setup; "ready" followed by an error means seccomp or execve failed.
+// setup; "ready" followed by an error means execve failed.
 const (
 	// initEnv marks a process as an airlock init. It is the only
 	// variable the init is started with (besides GOMAXPROCS).
@@ -51,6 +53,12 @@ type initConfig struct {
 	Process  bool        `json:"process,omitempty"`
 	Plan     rootfs.Plan `json:"plan"`
 	Staging  string      `json:"staging"`
+	// Ahead: the parent placed the init in its cgroup before sending
+	// this, and the init confines itself (cgroup namespace, fds,
+	// capabilities, no_new_privs, Seccomp) before it reports prepared,
+	// so that a request pays only for its program (a warm pool).
+	Ahead   bool            `json:"ahead,omitempty"`
+	Seccomp *seccomp.Filter `json:"seccomp,omitempty"`
 }
 
 // programConfig is the part of the spec applied just before exec, sent
