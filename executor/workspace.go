@@ -120,7 +120,11 @@ func (w *workspace) write(name string, data []byte) error {
 	if err == nil {
 		err = root.Chown(name, w.uid, w.gid)
 	}
-	return err
+	if err != nil {
+		// The host's side (a full or read-only WorkDir), not the request.
+		return &policy.SetupError{Stage: "workspace", Err: err}
+	}
+	return nil
 }
 
 // collect returns the workspace's files, except those in skip. It walks

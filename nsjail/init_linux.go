@@ -208,6 +208,9 @@ func confine(jail bool, filter *seccomp.Filter, dropCaps func() error) error {
 	if err := stage("no_new_privs", unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)); err != nil {
 		return err
 	}
+	if v, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err != nil || v != 1 {
+		return stage("no_new_privs", fmt.Errorf("not set after PR_SET_NO_NEW_PRIVS (%d, %v)", v, err))
+	}
 	// Seccomp last, so that it filters the program and as little of the
 	// setup as can be: what is left is reading the program part (ahead
 	// only), rlimits, chdir and the lookup, and exec. TSYNC puts it on
@@ -217,6 +220,9 @@ func confine(jail bool, filter *seccomp.Filter, dropCaps func() error) error {
 		listener, err := seccomp.Load(filter.Program, filter.Notify)
 		if err != nil {
 			return stage("seccomp", err)
+		}
+		if mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil || mode != 2 {
+			return stage("seccomp", fmt.Errorf("no filter in force after loading it (mode %d, %v)", mode, err))
 		}
 		if filter.Notify {
 			if err := stage("send listener", sendListener(listener)); err != nil {
@@ -317,16 +323,18 @@ const (
 )
 
 // dropCapabilities empties all five capability sets of this thread (and so
-// of the program it execs) and locks uid 0 out of regaining any.
+// of the program it execs) and locks uid 0 out of regaining any; then it
+// checks that they are empty.
 func dropCapabilities() error {
 	// The bounding set first: dropping from it needs CAP_SETPCAP, which
-	// the capset below removes. EINVAL marks the end of known caps.
-	for c := 0; c < 64; c++ {
-		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
-		if errors.Is(err, unix.EINVAL) {
-			break
-		}
-		if err != nil {
+	// the capset below removes. Every capability the kernel knows is
+	// dropped, and any failure aborts (an EINVAL is no "end of list").
+	last, err := lastCap()
+	if err != nil {
+		return err
+	}
+	for c := 0; c <= last; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
 			return fmt.Errorf("PR_CAPBSET_DROP %d: %w", c, err)
 		}
 	}
@@ -341,6 +349,45 @@ func dropCapabilities() error {
 	var data [2]unix.CapUserData
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("capset: %w", err)
+	}
+	return verifyNoCapabilities(last)
+}
+
+// lastCap is the highest capability the kernel knows.
+func lastCap() (int, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return 0, fmt.Errorf("cap_last_cap: %w", err)
+	}
+	var last int
+	if _, err := fmt.Sscan(string(b), &last); err != nil || last < 0 || last > 63 {
+		return 0, fmt.Errorf("cap_last_cap %q: %v", b, err)
+	}
+	return last, nil
+}
+
+// verifyNoCapabilities reads back what dropCapabilities set: no syscall
+// that reported success may have left a capability behind.
+func verifyNoCapabilities(last int) error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	for _, d := range data {
+		if d.Effective|d.Permitted|d.Inheritable != 0 {
+			return fmt.Errorf("capabilities left after capset: %+v", data)
+		}
+	}
+	for c := 0; c <= last; c++ {
+		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
+		if err != nil || in != 0 {
+			return fmt.Errorf("capability %d left in the bounding set (%v)", c, err)
+		}
+		amb, err := unix.PrctlRetInt(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, uintptr(c), 0, 0)
+		if err != nil || amb != 0 {
+			return fmt.Errorf("capability %d left in the ambient set (%v)", c, err)
+		}
 	}
 	return nil
 }
@@ -397,7 +444,14 @@ func reportFailure(status *os.File, err error) {
 	if errors.As(err, &errno) {
 		st.Errno = int(errno)
 	}
-	writeStatus(status, st)
+	// Retried: a report lost after "ready" would make the init's exit
+	// look like the program's. Only a parent that is gone (EPIPE for
+	// good) loses it, and then nobody is waiting for it.
+	for range 3 {
+		if writeStatus(status, st) == nil {
+			return
+		}
+	}
 }
 
 // sendListener passes the seccomp listener fd to the parent.

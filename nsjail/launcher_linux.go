@@ -371,8 +371,8 @@ func startError(err error) error {
 		case syscall.EPERM, syscall.EACCES, syscall.ENOSPC, syscall.EINVAL, syscall.ENOSYS:
 			return &policy.UnsupportedError{
 				Control: "user namespaces",
-				Reason:  fmt.Sprintf("the kernel refused to create the sandbox's namespaces (%v)", err),
-				Fix:     "enable unprivileged user namespaces (sysctl user.max_user_namespaces>0; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile allowing userns)",
+				Reason:  fmt.Sprintf("the kernel refused to start the sandbox's init in new namespaces (%v)", err),
+				Fix:     "enable unprivileged user namespaces (sysctl user.max_user_namespaces>0; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile allowing userns); if they are enabled (airlock doctor), check that the airlock binary itself can be executed (the init re-executes it)",
 			}
 		}
 	}
