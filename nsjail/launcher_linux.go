@@ -160,7 +160,14 @@ func (s *Sandbox) launch() (*initChannels, error) {
 		return nil, startError(err)
 	}
 	s.log.Debug("sandbox started", slog.Int("pid", s.cmd.Process.Pid))
+	s.phase("launched")
 	return &initChannels{specW: specW, statusR: statusR}, nil
+}
+
+// phase logs, at debug level, that a step of the run is done and how
+// long after the start: where a start's milliseconds go. Never payload.
+func (s *Sandbox) phase(name string) {
+	s.log.Debug("phase", slog.String("phase", name), slog.Duration("since_start", time.Since(s.start)))
 }
 
 // build sends the init its jail and returns once the jail is built and
@@ -191,6 +198,7 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	var placeErr error
 	if place {
 		placeErr = s.spec.Cgroup.Add(s.cmd.Process.Pid)
+		s.phase("placed")
 	}
 	// An init that failed its setup (and so vanished before it could be
 	// placed) says why: its error comes first.
@@ -205,6 +213,7 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	if !s.spec.Process {
 		s.holdNamespaces()
 	}
+	s.phase("prepared")
 	return nil
 }
 
@@ -224,6 +233,7 @@ func (s *Sandbox) run(c *initChannels, ahead bool) error {
 		<-s.exited
 		return err
 	}
+	s.phase("exec")
 	return nil
 }
 

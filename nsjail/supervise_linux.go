@@ -198,6 +198,7 @@ func (s *Sandbox) killReason() Status {
 func (s *Sandbox) Wait() (*Result, error) {
 	<-s.exited
 	wall := time.Since(s.start)
+	s.phase("exited")
 	if s.spec.Process {
 		// What the program left running in its group goes with it, as the
 		// pid namespace takes everything with pid 1.
@@ -249,6 +250,7 @@ func (s *Sandbox) Wait() (*Result, error) {
 	if ws.Signaled() {
 		res.Signal = unix.SignalName(ws.Signal())
 	}
+	s.phase("result")
 	s.log.Debug("sandbox ended", slog.Int("pid", s.cmd.Process.Pid), slog.String("status", string(res.Status)))
 	return res, nil
 }
