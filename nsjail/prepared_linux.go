@@ -81,6 +81,13 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	})
 	err = s.build(c, true)
 	if stop() && err == nil {
+		// A request's usage counts from here: the cgroup holds the
+		// preparation's already, and the idle init adds next to nothing.
+		if g := spec.Cgroup; g != nil {
+			if st, err := g.Stats(); err == nil {
+				s.cpuBase = st.CPU
+			}
+		}
 		return p, nil
 	}
 	if err == nil {
@@ -167,12 +174,6 @@ func (p *Prepared) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	}
 	p.stdout.set(out)
 	p.stderr.set(errw)
-	// Usage counts from here: the cgroup already holds the preparation's.
-	if g := spec.Cgroup; g != nil {
-		if st, err := g.Stats(); err == nil {
-			s.cpuBase = st.CPU
-		}
-	}
 	s.start = time.Now()
 	go s.watch(ctx)
 	stdinW := p.stdinW

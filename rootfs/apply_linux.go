@@ -225,9 +225,10 @@ func cover(root int, rel string, optional, keepDevices bool) error {
 
 // mask hides rel (inside the new root) if it exists: a directory under
 // a fresh empty read-only tmpfs, anything else under an empty read-only
-// file. The file lives in a detached tmpfs that is never attached, so
-// there is no source on any path to swap (the /dev/null race of
-// CVE-2025-31133 cannot happen).
+// file. The file is made in the new root, bound, then unlinked: there is
+// no source on any host path to swap (the /dev/null race of
+// CVE-2025-31133 cannot happen). (A file of a detached tmpfs would be
+// simpler, but kernels before 6.15 refuse to clone from a detached mount.)
 func mask(root int, rel string) error {
 	var st unix.Stat_t
 	err := unix.Fstatat(root, rel, &st, unix.AT_SYMLINK_NOFOLLOW)
@@ -246,17 +247,14 @@ func mask(root int, rel string) error {
 		defer unix.Close(mfd)
 		return attachDir(root, rel, mfd)
 	}
-	holder, err := newFS("tmpfs", "size=4k,nr_inodes=2,mode=0755", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(holder)
-	f, err := unix.Openat(holder, "empty", unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_CLOEXEC, 0o444)
+	const empty = ".airlock-mask"
+	f, err := unix.Openat(root, empty, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
 	if err != nil {
 		return fmt.Errorf("empty file: %w", err)
 	}
 	unix.Close(f)
-	fd, err := unix.OpenTree(holder, "empty", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	defer unix.Unlinkat(root, empty, 0)
+	fd, err := unix.OpenTree(root, empty, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
 	if err != nil {
 		return fmt.Errorf("open_tree: %w", err)
 	}
