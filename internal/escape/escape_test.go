@@ -635,7 +635,7 @@ func probeD05(p *probe) {
 // E01: kernel memory, the kernel log and kernel addresses stay hidden.
 func probeE01(p *probe) {
 	o, _ := p.observe("e01_procinfo.py", nil, nil)
-	p.expect(o, "kcore", refused...)
+	p.expect(o, "kcore", append(refused, "EMPTY")...)
 	p.expect(o, "kmsg", refused...)
 	p.expect(o, "syslog read_all", "EPERM")
 	p.expect(o, "syslog size_buffer", "EPERM")
@@ -757,7 +757,8 @@ func probeF07(p *probe) {
 
 // F08: no unix socket of the host.
 func probeF08(p *probe) {
-	o, _ := p.observe("f08_sockets.py", nil, nil)
+	// It walks the whole tree (/usr included): slow in an emulated guest.
+	o, _ := p.observe("f08_sockets.py", nil, func(pol *policy.Policy) { pol.Timeout = policy.Duration(4 * time.Minute) })
 	p.expect(o, "sockets", "[]")
 	for k := range o {
 		if strings.HasPrefix(k, "/") || strings.HasPrefix(k, "ls ") {
