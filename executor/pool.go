@@ -3,7 +3,6 @@ package executor
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"os"
 	"sync"
@@ -296,27 +295,22 @@ func (p *pool) close() error {
 		return nil
 	}
 	p.stop()
-	for {
-		select {
-		case w := <-p.ready:
-			p.discard(w)
-			continue
-		default:
-		}
-		break
-	}
+	p.drain()
 	p.wg.Wait()
-	// A worker may have put one in after the drain above.
+	p.drain() // a worker may have put one in after the first drain
+	return os.Remove(p.keyDir)
+}
+
+// drain destroys the prepared sandboxes waiting in the pool.
+func (p *pool) drain() {
 	for {
 		select {
 		case w := <-p.ready:
 			p.discard(w)
-			continue
 		default:
+			return
 		}
-		break
 	}
-	return errors.Join(os.Remove(p.keyDir))
 }
 
 func (p *pool) stats() PoolStats {

@@ -213,14 +213,7 @@ func cover(root int, rel string, optional, keepDevices bool) error {
 	if err := setattr(fd, attr); err != nil {
 		return err
 	}
-	return inParent(root, rel, func(dir int, name string) error {
-		t, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(t)
-		return moveMount(fd, t)
-	})
+	return moveOnto(root, rel, fd)
 }
 
 // mask hides rel (inside the new root) if it exists: a directory under
@@ -262,6 +255,12 @@ func mask(root int, rel string) error {
 	if err := setattr(fd, uint64(ro)); err != nil {
 		return err
 	}
+	return moveOnto(root, rel, fd)
+}
+
+// moveOnto attaches the detached mount fd on rel, an existing entry of
+// the new root (never following a symlink).
+func moveOnto(root int, rel string, fd int) error {
 	return inParent(root, rel, func(dir int, name string) error {
 		t, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
