@@ -231,6 +231,12 @@ func (e *Executor) execute(ctx context.Context, req Request, ws *workspace) (*Re
 		defer ws.remove()
 	}
 	jres, err := e.run(ctx, req)
+	return outcome(jres, err, lang, req, ws, skip)
+}
+
+// outcome is an execution's Result: the jail's, the language and, when
+// asked for, the files the program left in the workspace (but skip).
+func outcome(jres *nsjail.Result, err error, lang string, req Request, ws *workspace, skip map[string]bool) (*Result, error) {
 	if jres == nil {
 		return nil, err
 	}

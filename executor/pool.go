@@ -270,16 +270,10 @@ func (p *pool) execute(ctx context.Context, req Request) (res *Result, ok bool, 
 	}
 	spec.Cgroup = w.cg
 	jres, err := w.prep.Run(ctx, spec)
-	if jres == nil {
-		return nil, true, err
+	if jres != nil {
+		jres.Enforced.NotEnforced = notEnforced
 	}
-	jres.Enforced.NotEnforced = notEnforced
-	res = &Result{Result: *jres, Language: lang}
-	if err == nil && req.CollectFiles {
-		if res.Files, err = w.ws.collect(req.FileLimits, skip); err != nil {
-			err = &policy.SetupError{Stage: "files out", Err: err}
-		}
-	}
+	res, err = outcome(jres, err, lang, req, w.ws, skip)
 	return res, true, err
 }
 

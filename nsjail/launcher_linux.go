@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -58,20 +59,54 @@ const reasonCancelled Status = "cancelled"
 func Run(ctx context.Context, spec Spec) (*Result, error) {
 	t0 := time.Now()
 	sb, err := Start(ctx, spec)
+	return waitStarted(t0, &spec, sb, err)
+}
+
+// waitStarted waits for a sandbox Start returned, or turns Start's error
+// into Run's outcome: a timeout during setup is a timeout Result (a slow
+// or overloaded host, not a broken sandbox); a setup failure is a
+// setup_error Result with the error.
+func waitStarted(t0 time.Time, spec *Spec, sb *Sandbox, err error) (*Result, error) {
 	if errors.Is(err, errSetupTimeout) {
-		// The run's wall clock ran out before the program did: an
-		// outcome (a slow or overloaded host), not a broken sandbox.
 		return &Result{Status: StatusTimeout, Signal: "SIGKILL", WallTimeMS: time.Since(t0).Milliseconds(),
-			Error: errSetupTimeout.Error(), Enforced: enforcedFor(&spec)}, nil
+			Error: errSetupTimeout.Error(), Enforced: enforcedFor(spec)}, nil
 	}
 	if err != nil {
 		var se *policy.SetupError
 		if errors.As(err, &se) {
-			return &Result{Status: StatusSetupError, ExitCode: 0, Error: se.Stage + ": " + se.Err.Error(), Enforced: enforcedFor(&spec)}, err
+			return &Result{Status: StatusSetupError, Error: se.Stage + ": " + se.Err.Error(), Enforced: enforcedFor(spec)}, err
 		}
 		return nil, err
 	}
 	return sb.Wait()
+}
+
+// cancelled kills the sandbox because ctx ended, and keeps ctx's error
+// for Wait.
+func (s *Sandbox) cancelled(ctx context.Context) {
+	s.mu.Lock()
+	s.cancel = ctx.Err()
+	s.mu.Unlock()
+	s.kill(reasonCancelled)
+}
+
+// outputs returns the program's streams: spec's writers, or captures
+// capped at spec.OutputLimit whose overflow kills the sandbox.
+func (s *Sandbox) outputs(spec *Spec) (stdout, stderr io.Writer) {
+	limit := spec.OutputLimit
+	if limit == 0 {
+		limit = policy.DefaultMaxOutput
+	}
+	stdout, stderr = spec.Stdout, spec.Stderr
+	if stdout == nil {
+		s.stdout = &capture{limit: limit, overflow: func() { s.kill(StatusOutputLimit) }}
+		stdout = s.stdout
+	}
+	if stderr == nil {
+		s.stderr = &capture{limit: limit, overflow: func() { s.kill(StatusOutputLimit) }}
+		stderr = s.stderr
+	}
+	return stdout, stderr
 }
 
 // Start builds the sandbox and returns once its program was exec'd, or
@@ -277,19 +312,7 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 	cmd.Env = []string{initEnv, "GOMAXPROCS=1"}
 	cmd.ExtraFiles = []*os.File{specR, statusW} // fds 3 and 4
 	cmd.Stdin = spec.Stdin
-	cmd.Stdout, cmd.Stderr = spec.Stdout, spec.Stderr
-	limit := spec.OutputLimit
-	if limit == 0 {
-		limit = policy.DefaultMaxOutput
-	}
-	if cmd.Stdout == nil {
-		s.stdout = &capture{limit: limit, overflow: func() { s.kill(StatusOutputLimit) }}
-		cmd.Stdout = s.stdout
-	}
-	if cmd.Stderr == nil {
-		s.stderr = &capture{limit: limit, overflow: func() { s.kill(StatusOutputLimit) }}
-		cmd.Stderr = s.stderr
-	}
+	cmd.Stdout, cmd.Stderr = s.outputs(spec)
 	// Output copying ends when the pid namespace is gone; this only bounds
 	// a writer that blocks.
 	cmd.WaitDelay = 2 * time.Second

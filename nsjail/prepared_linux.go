@@ -73,12 +73,7 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	p.c = c
 	// Cancelling ctx kills the init while it is being prepared; once
 	// stop has returned true, it never will.
-	stop := context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		s.cancel = ctx.Err()
-		s.mu.Unlock()
-		s.kill(reasonCancelled)
-	})
+	stop := context.AfterFunc(ctx, func() { s.cancelled(ctx) })
 	err = s.build(c, true)
 	if stop() && err == nil {
 		// A request's usage counts from here: the cgroup holds the
@@ -159,19 +154,7 @@ func (p *Prepared) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	s.mu.Lock()
 	s.spec, s.enforced = &spec, enforcedFor(&spec)
 	s.mu.Unlock()
-	limit := spec.OutputLimit
-	if limit == 0 {
-		limit = policy.DefaultMaxOutput
-	}
-	out, errw := spec.Stdout, spec.Stderr
-	if out == nil {
-		s.stdout = &capture{limit: limit, overflow: func() { s.kill(StatusOutputLimit) }}
-		out = s.stdout
-	}
-	if errw == nil {
-		s.stderr = &capture{limit: limit, overflow: func() { s.kill(StatusOutputLimit) }}
-		errw = s.stderr
-	}
+	out, errw := s.outputs(&spec)
 	p.stdout.set(out)
 	p.stderr.set(errw)
 	s.start = time.Now()
@@ -197,18 +180,7 @@ func (p *Prepared) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 func (p *Prepared) Run(ctx context.Context, spec Spec) (*Result, error) {
 	t0 := time.Now()
 	sb, err := p.Start(ctx, spec)
-	if errors.Is(err, errSetupTimeout) {
-		return &Result{Status: StatusTimeout, Signal: "SIGKILL", WallTimeMS: time.Since(t0).Milliseconds(),
-			Error: errSetupTimeout.Error(), Enforced: enforcedFor(&spec)}, nil
-	}
-	if err != nil {
-		var se *policy.SetupError
-		if errors.As(err, &se) {
-			return &Result{Status: StatusSetupError, Error: se.Stage + ": " + se.Err.Error(), Enforced: enforcedFor(&spec)}, err
-		}
-		return nil, err
-	}
-	return sb.Wait()
+	return waitStarted(t0, &spec, sb, err)
 }
 
 // Close discards a prepared sandbox that was never started: its init is

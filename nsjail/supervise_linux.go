@@ -48,10 +48,7 @@ func (s *Sandbox) watch(ctx context.Context) {
 				return
 			}
 		case <-ctx.Done():
-			s.mu.Lock()
-			s.cancel = ctx.Err()
-			s.mu.Unlock()
-			s.kill(reasonCancelled)
+			s.cancelled(ctx)
 			return
 		}
 	}

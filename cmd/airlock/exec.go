@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,16 +12,9 @@ import (
 // the code is written into /workspace as a file and run by the language's
 // interpreter, with ARGS as its arguments. Same flags and result as run.
 func execCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var f runFlags
-	f.register(fs)
+	fs, f := runFlagSet("exec", "usage: airlock exec --lang L [-c CODE | FILE | -] [flags] [ARGS...]", stderr)
 	lang := fs.String("lang", "", "the language: python, node, bash, sh, ... (see airlock doctor)")
 	code := fs.String("c", "", "the program's source `code`")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: airlock exec --lang L [-c CODE | FILE | -] [flags] [ARGS...]")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -77,10 +76,7 @@ func FuzzRunFlags(f *testing.F) {
 	f.Add("--policy\x00@process\x00--workspace\x00/tmp\x00--\x00true")
 
 	f.Fuzz(func(t *testing.T, in string) {
-		fs := flag.NewFlagSet("run", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		var rf runFlags
-		rf.register(fs)
+		fs, rf := runFlagSet("run", "", io.Discard)
 		if err := fs.Parse(strings.Split(in, "\x00")); err != nil {
 			return // a flag error: runCmd exits 2
 		}

@@ -49,14 +49,7 @@ func postureCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 0
 		}
 	}
-	fs := flag.NewFlagSet("posture", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: airlock posture [run flags] [--json]")
-		fs.PrintDefaults()
-	}
-	var f runFlags
-	f.register(fs)
+	fs, f := runFlagSet("posture", "usage: airlock posture [run flags] [--json]", stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

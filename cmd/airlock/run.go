@@ -158,15 +158,22 @@ func (f *runFlags) policy() (policy.Policy, error) {
 	return p, p.Validate()
 }
 
-func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+// runFlagSet is the flag set of run, exec and posture: the run flags,
+// errors and usage on stderr.
+func runFlagSet(name, usage string, stderr io.Writer) (*flag.FlagSet, *runFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: airlock run [flags] -- PROGRAM [ARGS...]")
+		fmt.Fprintln(stderr, usage)
 		fs.PrintDefaults()
 	}
-	var f runFlags
+	f := &runFlags{}
 	f.register(fs)
+	return fs, f
+}
+
+func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, f := runFlagSet("run", "usage: airlock run [flags] -- PROGRAM [ARGS...]", stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
