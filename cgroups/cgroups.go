@@ -1,6 +1,7 @@
 package cgroups
 
 import (
+	"os"
 	"time"
 )
 
@@ -25,6 +26,15 @@ type Group interface {
 	// DirFD returns an fd of the cgroup directory for CLONE_INTO_CGROUP
 	// (the caller closes it), or -1 when the backend has none (v1).
 	DirFD() int
+	// SelfFiles opens for writing the files through which a thread moves
+	// itself, alone, into the group by writing "0": the tasks file of
+	// every v1 hierarchy. Moving only the calling thread is the one
+	// attach that skips the kernel's global threadgroup lock, whose
+	// write side waits for an RCU grace period (about 10 ms) on every
+	// attach by pid. nil on v2, where a group holds whole processes (see
+	// DirFD). The caller closes the files; they carry the opener's
+	// credentials, so they must never reach untrusted code.
+	SelfFiles() ([]*os.File, error)
 	// Add moves process pid (and its threads) into the group.
 	Add(pid int) error
 	// Stats reads the group's usage.

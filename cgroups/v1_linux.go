@@ -60,6 +60,21 @@ func (g *v1Group) Backend() string { return "cgroup1" }
 // DirFD is -1: CLONE_INTO_CGROUP is cgroup v2 only.
 func (g *v1Group) DirFD() int { return -1 }
 
+func (g *v1Group) SelfFiles() ([]*os.File, error) {
+	var files []*os.File
+	for _, c := range v1Controllers {
+		f, err := os.OpenFile(g.file(c, "tasks"), os.O_WRONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, fmt.Errorf("cgroups: %w", err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
 func (g *v1Group) Add(pid int) error {
 	for _, c := range v1Controllers {
 		if err := writeFile(g.file(c, "cgroup.procs"), strconv.Itoa(pid)); err != nil {

@@ -56,6 +56,10 @@ func (g *v2Group) DirFD() int {
 	return fd
 }
 
+// SelfFiles is nil: a v2 group holds whole processes, and moving one
+// takes the global lock whatever the caller (CLONE_INTO_CGROUP avoids it).
+func (g *v2Group) SelfFiles() ([]*os.File, error) { return nil, nil }
+
 func (g *v2Group) Add(pid int) error {
 	return writeFile(filepath.Join(g.dir, "cgroup.procs"), strconv.Itoa(pid))
 }

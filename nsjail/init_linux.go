@@ -86,6 +86,14 @@ func runInit(status *os.File) (err error) {
 	if err != nil {
 		return stage("read spec", err)
 	}
+	// Before anything else, this thread moves itself into the run's v1
+	// cgroup: the jail's mounts and tmpfs pages are charged to it, and the
+	// program, which this thread becomes at exec, starts in it. Only this
+	// thread moves; the init's other Go threads stay outside and end at
+	// exec, which keeps only the calling thread.
+	if err := stage("cgroup placement", joinCgroup(cfg.JoinCgroup)); err != nil {
+		return err
+	}
 	if !cfg.Process {
 		if err := buildJail(cfg); err != nil {
 			return err
@@ -96,9 +104,10 @@ func runInit(status *os.File) (err error) {
 		dropCaps = clearCapabilities
 	}
 	// A prepared sandbox of a warm pool is confined before it waits for a
-	// request: its parent placed it in its cgroup before sending the
-	// spec, so there is nothing to wait for. A cold start is confined
-	// only after its program arrives: the parent places it meanwhile.
+	// request: it is in its cgroup by now (see initConfig.Ahead), so there
+	// is nothing to wait for. A cold start is confined only after its
+	// program arrives: where the parent places it by pid, it does so
+	// meanwhile.
 	if cfg.Ahead {
 		if err := confine(!cfg.Process, cfg.Seccomp, dropCaps); err != nil {
 			return err
@@ -241,6 +250,20 @@ func clearCapabilities() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	return unix.Capset(&hdr, &data[0])
+}
+
+// joinCgroup writes "0" to the n tasks files from fd joinCgroupFD on,
+// moving the calling thread alone into each v1 hierarchy's run cgroup,
+// and closes them: they were opened by the parent, with its credentials.
+func joinCgroup(n int) error {
+	for fd := joinCgroupFD; fd < joinCgroupFD+n; fd++ {
+		_, err := unix.Write(fd, []byte("0"))
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("tasks file %d of %d: %w", fd-joinCgroupFD+1, n, err)
+		}
+	}
+	return nil
 }
 
 // maxSpec bounds what the init reads from its parent.

@@ -37,7 +37,8 @@ type Sandbox struct {
 	waitErr error         // cmd.Wait's error, set before exited closes
 
 	held    []*os.File    // namespaces kept until the init is reaped (holdNamespaces)
-	placed  bool          // born in its cgroup (CLONE_INTO_CGROUP)
+	placed  bool          // in its cgroup from its start: born there (v2) or moves itself (v1)
+	joins   int           // v1: the tasks files the init moves itself with (initConfig.JoinCgroup)
 	cpuBase time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
 
 	mu        sync.Mutex
@@ -159,6 +160,24 @@ func (c *initChannels) close() {
 
 // launch starts the init with its two channels.
 func (s *Sandbox) launch() (*initChannels, error) {
+	// On cgroup v2 the init is born in its cgroup (CLONE_INTO_CGROUP), so
+	// not even its own setup escapes the limits. On v1 it gets the
+	// group's tasks files and its exec thread moves itself first thing
+	// (see SelfFiles: no global lock, no grace period to wait for).
+	// Where clone3 is refused (old kernels, an outer seccomp), build
+	// places it by pid.
+	cgfd := -1
+	var tasks []*os.File
+	if g := s.spec.Cgroup; g != nil {
+		if cgfd = g.DirFD(); cgfd < 0 {
+			var err error
+			if tasks, err = g.SelfFiles(); err != nil {
+				return nil, &policy.SetupError{Stage: "cgroup placement", Err: err}
+			}
+		}
+	}
+	defer closeAll(tasks) // the init holds its own copies once started
+	s.placed, s.joins = cgfd >= 0 || len(tasks) > 0, len(tasks)
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, &policy.SetupError{Stage: "pipe", Err: err}
@@ -169,19 +188,11 @@ func (s *Sandbox) launch() (*initChannels, error) {
 		specW.Close()
 		return nil, &policy.SetupError{Stage: "socketpair", Err: err}
 	}
-	// On cgroup v2 the init is born in its cgroup (CLONE_INTO_CGROUP), so
-	// not even its own setup escapes the limits. Where clone3 is refused
-	// (old kernels, an outer seccomp) and on v1, build places it.
-	cgfd := -1
-	if s.spec.Cgroup != nil {
-		cgfd = s.spec.Cgroup.DirFD()
-	}
-	s.placed = cgfd >= 0
 	s.start = time.Now()
-	err = s.startInit(specR, statusW, cgfd)
-	if s.placed && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
+	err = s.startInit(specR, statusW, cgfd, tasks)
+	if cgfd >= 0 && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
 		s.placed = false
-		err = s.startInit(specR, statusW, -1)
+		err = s.startInit(specR, statusW, -1, nil)
 	}
 	if cgfd >= 0 {
 		unix.Close(cgfd)
@@ -211,6 +222,7 @@ func (s *Sandbox) phase(name string) {
 // confine itself, seccomp included, before it waits.
 func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	cfg := initConfigFor(s.spec)
+	cfg.JoinCgroup = s.joins
 	place := s.spec.Cgroup != nil && !s.placed
 	if ahead {
 		// The init confines itself (cgroup namespace first) as soon as
@@ -226,10 +238,11 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	if err := json.NewEncoder(c.specW).Encode(cfg); err != nil {
 		return s.setupFailed("send spec", err)
 	}
-	// Placed while the init builds its jail: a cgroup v1 attach waits for
-	// an RCU grace period (milliseconds), which this overlaps. Only the
-	// init's own setup runs before it is placed; its program is sent (by
-	// run) after, and the init unshares its cgroup namespace only then.
+	// Placed by pid (v2 without clone3) while the init builds its jail:
+	// the attach waits for an RCU grace period (milliseconds), which this
+	// overlaps. Only the init's own setup runs before it is placed; its
+	// program is sent (by run) after, and the init unshares its cgroup
+	// namespace only then.
 	var placeErr error
 	if place {
 		placeErr = s.spec.Cgroup.Add(s.cmd.Process.Pid)
@@ -288,8 +301,10 @@ func (s *Sandbox) setupFailed(stage string, err error) error {
 }
 
 // startInit starts the init on its supervising thread (see supervise).
-func (s *Sandbox) startInit(specR, statusW *os.File, cgroupFD int) error {
+// tasks are the v1 tasks files it inherits from fd 5 (joinCgroupFD) on.
+func (s *Sandbox) startInit(specR, statusW *os.File, cgroupFD int, tasks []*os.File) error {
 	s.cmd = s.command(specR, statusW)
+	s.cmd.ExtraFiles = append(s.cmd.ExtraFiles, tasks...)
 	if cgroupFD >= 0 {
 		s.cmd.SysProcAttr.UseCgroupFD, s.cmd.SysProcAttr.CgroupFD = true, cgroupFD
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -230,6 +231,87 @@ func TestOutputLimitAfterExit(t *testing.T) {
 		res := testutil.Run(t, []string{"/bin/sh", "-c", "head -c 5000 /dev/zero | tr '\\0' x"}, func(p *policy.Policy) { p.MaxOutput = 1000 })
 		if res.Status != nsjail.StatusOutputLimit || len(res.Stdout) != 1000 || !res.StdoutTruncated {
 			t.Fatalf("run %d: status %s, %d bytes, truncated %v", i, res.Status, len(res.Stdout), res.StdoutTruncated)
+		}
+	}
+}
+
+// The program and what it forks run in the run's cgroup, in every
+// hierarchy that holds it, judged from the host for every thread: on
+// cgroup v1 the init's exec thread moves itself there alone (tasks
+// files) and the program is that thread after exec.
+func TestProgramRunsInItsCgroup(t *testing.T) {
+	testutil.RequireUserNS(t)
+	parent, err := cgroups.Find("")
+	if testutil.ExpectCgroups() {
+		testutil.RequireFeature(t, "a usable cgroup (root, or a delegated one)", err == nil)
+	}
+	if err != nil {
+		t.Skip("no per-run cgroups here (rootless on cgroup v1)")
+	}
+	m := marker()
+	ex, _ := executor.New(executor.Config{})
+	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c", "sleep " + m + " & exec sleep " + m}, Policy: policy.Default()})
+	if err != nil || spec.CgroupLimits == nil {
+		t.Fatalf("resolve: %v (cgroup limits %v)", err, spec.CgroupLimits)
+	}
+	pattern := filepath.Join(parent.Dir(), fmt.Sprintf("airlock-%d-*", os.Getpid()))
+	before, _ := filepath.Glob(pattern)
+	g, err := parent.New(*spec.CgroupLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Delete()
+	after, _ := filepath.Glob(pattern)
+	var name string
+	for _, d := range after {
+		if !slices.Contains(before, d) {
+			name = filepath.Base(d)
+		}
+	}
+	spec.Cgroup = g
+	sb, err := nsjail.Start(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Wait()
+	defer sb.Kill()
+	var pids []int
+	if !testutil.WaitFor(10*time.Second, func() bool { pids = testutil.HostProcsWith("sleep", m); return len(pids) == 2 }) {
+		t.Fatalf("both sleepers never showed up on the host: %v", pids)
+	}
+	// The hierarchies a run's group lives in; "" is the unified one.
+	want := map[string]bool{"memory": true, "cpu": true, "cpuacct": true, "pids": true, "freezer": true}
+	if parent.Backend() == "cgroup2" {
+		want = map[string]bool{"": true}
+	}
+	for _, pid := range pids {
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if len(tasks) == 0 {
+			t.Fatalf("pid %d has no tasks", pid)
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/cgroup", pid, task.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := 0
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				f := strings.SplitN(line, ":", 3)
+				if len(f) != 3 || (f[1] == "" && f[0] != "0") {
+					continue
+				}
+				for _, c := range strings.Split(f[1], ",") {
+					if want[c] {
+						seen++
+						if filepath.Base(f[2]) != name {
+							t.Errorf("task %d/%s is in %q, not in its run's group %s", pid, task.Name(), line, name)
+						}
+					}
+				}
+			}
+			if seen != len(want) {
+				t.Errorf("task %d/%s: %d of the %d hierarchies found in\n%s", pid, task.Name(), seen, len(want), b)
+			}
 		}
 	}
 }

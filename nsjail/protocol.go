@@ -10,11 +10,15 @@ import (
 //	parent (supervisor)                          init (re-exec'd binary)
 //	-------------------                          -----------------------
 //	clone(user,pid,net,mnt,ipc,uts) + uid/gid maps
-//	  (cgroup v2: born in the run's cgroup)
+//	  (cgroup v2: born in the run's cgroup;
+//	   cgroup v1: fds 5.. = its tasks files)
 //	exec /proc/self/exe, env = {initEnv} ----->  Init(): lock OS thread
-//	fd 3: write initConfig JSON         ----->  read it; build the jail
-//	[cgroup v1: place it in the run's            (mounts, pivot_root,
-//	 cgroup meanwhile; ahead: before]             hostname, lo up)
+//	fd 3: write initConfig JSON         ----->  read it
+//	                                             [v1: "0" to each tasks file:
+//	                                              this thread moves itself]
+//	[v2 without clone3: place it by pid          build the jail
+//	 meanwhile; ahead: before the spec]          (mounts, pivot_root,
+//	                                              hostname, lo up)
 //	                                             [ahead: confine now: cgroupns,
 //	                                              fds, caps, no_new_privs,
 //	                                              seccomp (+ listener, below)]
@@ -39,10 +43,12 @@ const (
 	// variable the init is started with (besides GOMAXPROCS).
 	initEnv = "_AIRLOCK_INIT=1"
 	// initArg0 is the init's argv[0], visible in host process listings.
-	initArg0   = "airlock-init"
-	specFD     = 3
-	statusFD   = 4
-	stagingDir = "/tmp"
+	initArg0 = "airlock-init"
+	specFD   = 3
+	statusFD = 4
+	// joinCgroupFD is the first of initConfig.JoinCgroup tasks files.
+	joinCgroupFD = 5
+	stagingDir   = "/tmp"
 )
 
 // initConfig is the jail the init builds. It carries no decisions: every
@@ -53,8 +59,12 @@ type initConfig struct {
 	Process  bool        `json:"process,omitempty"`
 	Plan     rootfs.Plan `json:"plan"`
 	Staging  string      `json:"staging"`
-	// Ahead: the parent placed the init in its cgroup before sending
-	// this, and the init confines itself (cgroup namespace, fds,
+	// JoinCgroup is the number of cgroup v1 tasks files inherited from
+	// fd joinCgroupFD on, one per hierarchy of the run's cgroup. The
+	// init's exec thread writes "0" to each before anything else.
+	JoinCgroup int `json:"join_cgroup,omitempty"`
+	// Ahead: the init is in its cgroup before it reads this (born
+	// there, JoinCgroup, or placed by the parent first), and it confines itself (cgroup namespace, fds,
 	// capabilities, no_new_privs, Seccomp) before it reports prepared,
 	// so that a request pays only for its program (a warm pool).
 	Ahead   bool            `json:"ahead,omitempty"`

@@ -205,11 +205,12 @@ func seccompLoad(errno string) inject {
 // runInit and finish, rootfs/apply_linux.go Apply), then exec.
 var faults = []fault{
 	// Supervisor: the run's cgroup (v1 here; mkdir on v2 too), the user
-	// namespace maps, the spec, the init's exec. (The placement: see
-	// TestFaultCgroupPlacement.)
+	// namespace maps, the spec, the init's exec. (The placement by pid:
+	// see TestFaultCgroupPlacement.)
 	{name: "mkdir/first-cgroup", inj: []inject{errInj("mkdirat", "EACCES", "/airlock-")}, stage: "cgroup", cgroup: "any"},
 	{name: "mkdir/third-cgroup", inj: []inject{{syscall: "mkdirat", errno: "ENOSPC", match: "/airlock-", nth: 3}}, stage: "cgroup", cgroup: "cgroup1"},
 	{name: "write/memory-limit", inj: []inject{errInj("write", "EINVAL", "memory.limit_in_bytes>")}, stage: "cgroup", cgroup: "cgroup1"},
+	{name: "openat/tasks", inj: []inject{errInj("openat", "EACCES", `/tasks"`)}, stage: "cgroup placement", cgroup: "cgroup1"},
 	{name: "write/uid_map", inj: []inject{errInj("write", "EPERM", "uid_map>")}, stage: "namespaces"},
 	{name: "write/setgroups", inj: []inject{errInj("write", "EIO", "setgroups>")}, stage: "clone"},
 	{name: "write/gid_map", inj: []inject{errInj("write", "EINVAL", "gid_map>")}, stage: "namespaces"},
@@ -792,17 +793,39 @@ func TestFaultSupervisorKilledDuringSetup(t *testing.T) {
 	}
 }
 
-// placementFails is a run's cgroup whose attach fails (as a v1 attach
-// can: ESRCH, ENOSPC); on v2 birth in the group is turned off so that the
-// attach is used there too.
+// placementFails is a run's cgroup whose attach by pid fails (as it
+// can: ESRCH, ENOSPC). Birth in the group (v2) and the init's own move
+// (v1) are turned off, so that the attach by pid, the path of v2 without
+// clone3, is used on any host.
 type placementFails struct{ cgroups.Group }
 
-func (placementFails) DirFD() int    { return -1 }
-func (placementFails) Add(int) error { return unix.ENOSPC }
+func (placementFails) DirFD() int                     { return -1 }
+func (placementFails) SelfFiles() ([]*os.File, error) { return nil, nil }
+func (placementFails) Add(int) error                  { return unix.ENOSPC }
 
-// The cgroup placement fails while the init builds its jail (strace
-// cannot single out that write: Go runs it on any thread). The program
-// must never run outside its cgroup, the init must be gone.
+// selfMoveFails is a v1 run's cgroup whose last tasks file the init
+// cannot write (opened read-only: EBADF), after it moved itself into the
+// other hierarchies. (strace cannot single out that write: it is the
+// init's first, and another thread's call of the same ordinal is always
+// tampered with first.)
+type selfMoveFails struct{ cgroups.Group }
+
+func (g selfMoveFails) SelfFiles() ([]*os.File, error) {
+	files, err := g.Group.SelfFiles()
+	if err != nil || len(files) == 0 {
+		return files, err
+	}
+	last := files[len(files)-1]
+	defer last.Close()
+	ro, err := os.Open(last.Name())
+	files[len(files)-1] = ro
+	return files, err
+}
+
+// The run's cgroup placement fails: the parent's attach by pid, while
+// the init builds its jail, or (v1) the init's own move into its last
+// hierarchy. The program must never run, the init must be gone, and the
+// group must be removable (no task left in it).
 func TestFaultCgroupPlacement(t *testing.T) {
 	testutil.RequireUserNS(t)
 	testutil.RequireBinary(t, "python3")
@@ -815,35 +838,50 @@ func TestFaultCgroupPlacement(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ex.Close()
-	out := testutil.WorldReadableDir(t)
-	os.Chmod(out, 0o777)
-	word := marker()
-	p := policy.Default()
-	p.Mounts = []policy.Mount{{Type: policy.MountBind, Source: out, Target: "/out"}}
-	spec, _, err := ex.Resolve(executor.Request{Args: []string{"python3", "-I", "-S", "-c", reportPayload, word}, Policy: p})
-	if err != nil || spec.CgroupLimits == nil {
-		t.Fatalf("resolve: %v (cgroup limits %v)", err, spec.CgroupLimits)
-	}
-	g, err := parent.New(*spec.CgroupLimits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Cgroup = placementFails{g}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	res, err := nsjail.Run(ctx, spec)
-	var se *policy.SetupError
-	if !errors.As(err, &se) || se.Stage != "cgroup placement" || !errors.Is(err, unix.ENOSPC) || res == nil || res.Status != nsjail.StatusSetupError {
-		t.Errorf("placement failing: result %+v, error %v; want a setup_error at stage cgroup placement", res, err)
-	}
-	if _, err := os.Stat(filepath.Join(out, "report")); err == nil {
-		t.Errorf("the program ran although its cgroup placement failed")
-	}
-	if !testutil.WaitFor(20*time.Second, func() bool { return len(testutil.HostProcsWith(word)) == 0 }) {
-		t.Errorf("processes left: %v", testutil.HostProcsWith(word))
-	}
-	if err := g.Delete(); err != nil {
-		t.Errorf("the run's cgroup cannot be removed (a task left in it?): %v", err)
+	for _, c := range []struct {
+		name  string
+		wrap  func(cgroups.Group) cgroups.Group
+		errno unix.Errno
+		v1    bool
+	}{
+		{"attach-by-pid", func(g cgroups.Group) cgroups.Group { return placementFails{g} }, unix.ENOSPC, false},
+		{"self-move", func(g cgroups.Group) cgroups.Group { return selfMoveFails{g} }, unix.EBADF, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.v1 && parent.Backend() != "cgroup1" {
+				t.Skipf("the init moves itself on cgroup v1 only; this host's cgroups are %s", parent.Backend())
+			}
+			out := testutil.WorldReadableDir(t)
+			os.Chmod(out, 0o777)
+			word := marker()
+			p := policy.Default()
+			p.Mounts = []policy.Mount{{Type: policy.MountBind, Source: out, Target: "/out"}}
+			spec, _, err := ex.Resolve(executor.Request{Args: []string{"python3", "-I", "-S", "-c", reportPayload, word}, Policy: p})
+			if err != nil || spec.CgroupLimits == nil {
+				t.Fatalf("resolve: %v (cgroup limits %v)", err, spec.CgroupLimits)
+			}
+			g, err := parent.New(*spec.CgroupLimits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec.Cgroup = c.wrap(g)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			res, err := nsjail.Run(ctx, spec)
+			var se *policy.SetupError
+			if !errors.As(err, &se) || se.Stage != "cgroup placement" || !errors.Is(err, c.errno) || res == nil || res.Status != nsjail.StatusSetupError {
+				t.Errorf("placement failing: result %+v, error %v; want a setup_error at stage cgroup placement (%v)", res, err, c.errno)
+			}
+			if _, err := os.Stat(filepath.Join(out, "report")); err == nil {
+				t.Errorf("the program ran although its cgroup placement failed")
+			}
+			if !testutil.WaitFor(20*time.Second, func() bool { return len(testutil.HostProcsWith(word)) == 0 }) {
+				t.Errorf("processes left: %v", testutil.HostProcsWith(word))
+			}
+			if err := g.Delete(); err != nil {
+				t.Errorf("the run's cgroup cannot be removed (a task left in it?): %v", err)
+			}
+		})
 	}
 }
 
