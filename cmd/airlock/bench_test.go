@@ -213,16 +213,17 @@ func BenchmarkColdStart(b *testing.B) {
 	}
 	// The library path, in this process: executor.Execute cold, and from
 	// a warm pool (sandboxes prepared ahead; before each timed warm run
-	// the pool has one ready, as in a daemon between requests; in the
-	// throughput part it refills only as fast as it can prepare, and runs
-	// that find it empty are cold).
+	// the pool is full and done refilling, as in a daemon between
+	// requests; in the throughput part it refills only as fast as it can
+	// prepare, and runs that find it empty are cold).
 	work := testutil.WorldReadableDir(b)
 	coldEx, err := executor.New(executor.Config{WorkDir: work})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer coldEx.Close()
-	warmEx, err := executor.New(executor.Config{WorkDir: work, Pool: executor.PoolConfig{Size: 2, Refill: 2, Policy: policy.Default()}})
+	const poolSize = 2
+	warmEx, err := executor.New(executor.Config{WorkDir: work, Pool: executor.PoolConfig{Size: poolSize, Refill: 2, Policy: policy.Default()}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func BenchmarkColdStart(b *testing.B) {
 	rows = append(rows, executeRow("airlock Execute, cold", "execute-cold", coldEx),
 		executeRow("airlock Execute, warm pool", "execute-warm", warmEx))
 	rows[len(rows)-1].before = func() {
-		testutil.WaitFor(time.Minute, func() bool { return warmEx.PoolStats().Ready > 0 })
+		testutil.WaitFor(time.Minute, func() bool { return warmEx.PoolStats().Ready == poolSize })
 	}
 	rows[len(rows)-2].required, rows[len(rows)-1].required = true, true
 
