@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
+	"golang.org/x/sys/unix"
 )
 
 // initChildren returns the pids of sandbox inits this process started
@@ -167,6 +168,37 @@ func TestWarmPoolFailsClosed(t *testing.T) {
 	pol.Mounts = []policy.Mount{{Type: policy.MountROBind, Source: "/no/such/dir", Target: "/x"}}
 	if _, err := executor.New(executor.Config{Pool: executor.PoolConfig{Size: 1, Policy: pol}}); err == nil {
 		t.Fatal("a pool with an impossible policy was accepted")
+	}
+}
+
+// A pooled policy whose filter denies a syscall the init still makes
+// after confining itself ahead (here chdir, into the working directory)
+// loads the filter when the request arrives: the request runs warm, and
+// the filter is in force for the program.
+func TestWarmPoolLateFilter(t *testing.T) {
+	testutil.RequireUserNS(t)
+	testutil.RequireBinary(t, "python3")
+	pol := policy.Default()
+	pol.Timeout = policy.Duration(time.Minute)
+	pol.Seccomp.Rules = []policy.SyscallRule{{Names: []string{"chdir"}, Action: policy.ActErrno, Errno: int(unix.EPERM)}}
+	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t), Pool: executor.PoolConfig{Size: 1, Policy: pol}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	if !testutil.WaitFor(time.Minute, func() bool { return ex.PoolStats().Ready == 1 }) {
+		t.Fatalf("pool never filled: %+v", ex.PoolStats())
+	}
+	script := "import os\nprint(open('/proc/self/status').read().count('Seccomp:\\t2'))\ntry:\n os.chdir('/tmp')\nexcept OSError as e:\n print(e.errno)"
+	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"python3", "-I", "-S", "-c", script}, Policy: pol})
+	if err != nil || res.Status != nsjail.StatusOK {
+		t.Fatalf("warm run: %v %+v", err, res)
+	}
+	if st := ex.PoolStats(); st.Warm != 1 {
+		t.Errorf("the run did not use the pool: %+v", st)
+	}
+	if want := fmt.Sprintf("1\n%d\n", unix.EPERM); res.Stdout != want {
+		t.Errorf("the program's filter: stdout %q stderr %q, want %q (filter in force, chdir EPERM)", res.Stdout, res.Stderr, want)
 	}
 }
 

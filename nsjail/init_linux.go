@@ -109,7 +109,10 @@ func runInit(status *os.File) (err error) {
 	// program arrives: where the parent places it by pid, it does so
 	// meanwhile.
 	if cfg.Ahead {
-		if err := confine(!cfg.Process, cfg.Seccomp, dropCaps); err != nil {
+		if err := confine(!cfg.Process, dropCaps); err != nil {
+			return err
+		}
+		if err := loadFilter(cfg.Seccomp); err != nil {
 			return err
 		}
 	}
@@ -123,14 +126,22 @@ func runInit(status *os.File) (err error) {
 	if err := stage("read program", readProgram(spec, &prog)); err != nil {
 		return err
 	}
+	if cfg.Seccomp != nil && prog.Seccomp != nil {
+		return stage("seccomp", errors.New("BUG(airlock): the filter was sent twice"))
+	}
 	argv0, err := programSettings(&prog)
 	if err != nil {
 		return err
 	}
 	if !cfg.Ahead {
-		if err := confine(!cfg.Process, prog.Seccomp, dropCaps); err != nil {
+		if err := confine(!cfg.Process, dropCaps); err != nil {
 			return err
 		}
+	}
+	// The filter of a cold start, or of a prepared sandbox whose filter
+	// denies a syscall the init makes before exec (see afterAheadFilter).
+	if err := loadFilter(prog.Seccomp); err != nil {
+		return err
 	}
 	if err := stage("report ready", writeStatus(status, initStatus{Ready: true})); err != nil {
 		return err
@@ -194,9 +205,9 @@ func programSettings(cfg *programConfig) (string, error) {
 }
 
 // confine is the init's own confinement, in order: cgroup namespace (in
-// the jail), fds, capabilities, no_new_privs, seccomp. dropCaps empties
-// the capability sets.
-func confine(jail bool, filter *seccomp.Filter, dropCaps func() error) error {
+// the jail), fds, capabilities, no_new_privs; loadFilter follows.
+// dropCaps empties the capability sets.
+func confine(jail bool, dropCaps func() error) error {
 	// A cgroup namespace rooted at the cgroup the parent placed us in
 	// (final by now), so /proc/self/cgroup shows "/" and no host path.
 	// unshare affects only this thread, which is the one that execs.
@@ -220,11 +231,45 @@ func confine(jail bool, filter *seccomp.Filter, dropCaps func() error) error {
 	if v, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err != nil || v != 1 {
 		return stage("no_new_privs", fmt.Errorf("not set after PR_SET_NO_NEW_PRIVS (%d, %v)", v, err))
 	}
-	// Seccomp last, so that it filters the program and as little of the
-	// setup as can be: what is left is reading the program part (ahead
-	// only), rlimits, chdir and the lookup, and exec. TSYNC puts it on
-	// every thread of the init. Its listener (for kill-by-notify) goes to
-	// the parent; it is close-on-exec here.
+	return nil
+}
+
+// afterAheadFilter are the syscalls an init confined ahead (a warm
+// pool's) makes between loading its filter and exec, with the arguments
+// that decide: its own (the status reports, the program part, rlimits,
+// chdir, the lookup, exec) and the Go runtime's (threads, memory,
+// signals, the scheduler). A pooled filter that denies one of them is
+// loaded only once the request arrives, after these steps, as in a cold
+// start (Prepare). The list errs on the side of more: a call listed but
+// not made only costs that late load.
+func afterAheadFilter() []seccomp.Call {
+	const atFDCWD = ^uint64(99) // -100
+	const goThread = unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_SYSVSEM | unix.CLONE_THREAD
+	calls := []seccomp.Call{
+		{Name: "write", Args: []uint64{statusFD}}, {Name: "sendmsg", Args: []uint64{statusFD}},
+		{Name: "read", Args: []uint64{specFD}}, {Name: "chdir"},
+		{Name: "newfstatat", Args: []uint64{atFDCWD, 0, 0, 0}}, {Name: "fstatat", Args: []uint64{atFDCWD, 0, 0, 0}},
+		{Name: "execve"},
+		{Name: "clone", Args: []uint64{goThread}},
+	}
+	for r := range uint64(16) { // RLIMIT_CPU .. RLIMIT_RTTIME
+		calls = append(calls, seccomp.Call{Name: "prlimit64", Args: []uint64{0, r}})
+	}
+	for _, name := range []string{"futex", "mmap", "munmap", "madvise", "mprotect", "rt_sigprocmask", "rt_sigaction",
+		"sigaltstack", "rt_sigreturn", "gettid", "getpid", "tgkill", "nanosleep", "sched_yield", "exit",
+		"epoll_pwait", "epoll_ctl", "fcntl", "close", "getrandom", "sched_getaffinity"} {
+		calls = append(calls, seccomp.Call{Name: name})
+	}
+	return calls
+}
+
+// loadFilter loads the program's seccomp filter, if any, and checks that
+// it is in force. It comes last, so that it filters the program and as
+// little of the setup as can be: after it there is only the ready report
+// and exec (and, ahead, the steps afterAheadFilter lists). TSYNC puts it
+// on every thread of the init. Its listener (for kill-by-notify) goes to
+// the parent; it is close-on-exec here.
+func loadFilter(filter *seccomp.Filter) error {
 	if filter != nil {
 		listener, err := seccomp.Load(filter.Program, filter.Notify)
 		if err != nil {

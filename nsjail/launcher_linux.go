@@ -36,10 +36,13 @@ type Sandbox struct {
 	exited  chan struct{} // closed once the init is reaped
 	waitErr error         // cmd.Wait's error, set before exited closes
 
-	held    []*os.File    // namespaces kept until the init is reaped (holdNamespaces)
-	placed  bool          // in its cgroup from its start: born there (v2) or moves itself (v1)
-	joins   int           // v1: the tasks files the init moves itself with (initConfig.JoinCgroup)
-	cpuBase time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
+	held   []*os.File // namespaces kept until the init is reaped (holdNamespaces)
+	placed bool       // in its cgroup from its start: born there (v2) or moves itself (v1)
+	joins  int        // v1: the tasks files the init moves itself with (initConfig.JoinCgroup)
+	// filterAhead: a prepared sandbox loads its filter before it waits
+	// (Prepare decides); otherwise the filter goes with the program.
+	filterAhead bool
+	cpuBase     time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
 
 	mu        sync.Mutex
 	reason    Status // why the supervisor killed it; "" = it did not
@@ -127,7 +130,7 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	if err := s.build(c, false); err != nil {
 		return nil, err
 	}
-	if err := s.run(c, false); err != nil {
+	if err := s.run(c); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -227,7 +230,10 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	if ahead {
 		// The init confines itself (cgroup namespace first) as soon as
 		// its jail is built: it must be in its cgroup before the spec.
-		cfg.Ahead, cfg.Seccomp = true, s.spec.Seccomp
+		cfg.Ahead = true
+		if s.filterAhead {
+			cfg.Seccomp = s.spec.Seccomp
+		}
 		if place {
 			if err := s.spec.Cgroup.Add(s.cmd.Process.Pid); err != nil {
 				return s.setupFailed("cgroup placement", err)
@@ -266,10 +272,10 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 }
 
 // run sends the init its program and returns once it was exec'd. An
-// init confined ahead has its filter already.
-func (s *Sandbox) run(c *initChannels, ahead bool) error {
+// init that loaded its filter ahead has it already.
+func (s *Sandbox) run(c *initChannels) error {
 	pc := programConfigFor(s.spec)
-	if ahead {
+	if s.filterAhead {
 		pc.Seccomp = nil
 	}
 	if err := json.NewEncoder(c.specW).Encode(pc); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"reflect"
 	"slices"
@@ -39,7 +40,11 @@ type Prepared struct {
 
 // Prepare builds a sandbox from spec up to, not including, its program,
 // and confines its init (no capabilities, no_new_privs, spec.Seccomp
-// loaded) while it waits. spec's program part (Args, Env, Dir, Rlimits,
+// loaded) while it waits. A filter that would deny a syscall the init
+// still makes before exec (afterAheadFilter: reading the request,
+// rlimits, chdir, the Go runtime's own) is loaded when the request
+// arrives instead, after those steps, as in a cold start: the request
+// then pays for its load. spec's program part (Args, Env, Dir, Rlimits,
 // Timeout, CPUTime, the streams and OutputLimit) is ignored: it comes
 // with each request to Start. Cancelling ctx aborts the preparation; it does not
 // affect the prepared sandbox after Prepare returned.
@@ -64,6 +69,13 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	spec.Stdin, spec.Stdout, spec.Stderr = stdinR, p.stdout, p.stderr
 	s := newSandbox(&spec)
 	p.s = s
+	if spec.Seccomp != nil {
+		denied, err := spec.Seccomp.Program.FirstDenied(afterAheadFilter())
+		s.filterAhead = denied == "" && err == nil
+		if !s.filterAhead {
+			s.log.Debug("the filter loads at the request", slog.String("denies", denied), slog.Any("error", err))
+		}
+	}
 	c, err := s.launch()
 	stdinR.Close()
 	if err != nil {
@@ -170,7 +182,7 @@ func (p *Prepared) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 			stdinW.Close()
 		}()
 	}
-	if err := s.run(p.c, true); err != nil {
+	if err := s.run(p.c); err != nil {
 		return nil, err
 	}
 	return s, nil

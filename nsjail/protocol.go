@@ -20,14 +20,17 @@ import (
 //	 meanwhile; ahead: before the spec]          (mounts, pivot_root,
 //	                                              hostname, lo up)
 //	                                             [ahead: confine now: cgroupns,
-//	                                              fds, caps, no_new_privs,
-//	                                              seccomp (+ listener, below)]
+//	                                              fds, caps, no_new_privs, and
+//	                                              seccomp (+ listener, below)
+//	                                              if initConfig carries it]
 //	fd 4: read one message              <-----  {"prepared":true}
 //	      [a prepared sandbox of a warm pool waits here for a request]
 //	fd 3: write programConfig JSON,     ----->  read it (the barrier: the
 //	      close                                  init is in its cgroup)
 //	                                             rlimits, chdir, lookup
 //	                                             [cold: confine now]
+//	                                             [seccomp, if programConfig
+//	                                              carries it]
 //	                                     <-----  {"listener":true} + the listener fd
 //	                                             (SCM_RIGHTS; only with kill-by-notify)
 //	fd 4: read until EOF                <-----  {"ready":true}
@@ -64,9 +67,11 @@ type initConfig struct {
 	// init's exec thread writes "0" to each before anything else.
 	JoinCgroup int `json:"join_cgroup,omitempty"`
 	// Ahead: the init is in its cgroup before it reads this (born
-	// there, JoinCgroup, or placed by the parent first), and it confines itself (cgroup namespace, fds,
-	// capabilities, no_new_privs, Seccomp) before it reports prepared,
-	// so that a request pays only for its program (a warm pool).
+	// there, JoinCgroup, or placed by the parent first), and it confines
+	// itself (cgroup namespace, fds, capabilities, no_new_privs, Seccomp)
+	// before it reports prepared, so that a request pays only for its
+	// program (a warm pool). Seccomp is nil when the filter must wait
+	// for the program part (see Prepare); it is never in both.
 	Ahead   bool            `json:"ahead,omitempty"`
 	Seccomp *seccomp.Filter `json:"seccomp,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/seccomp"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -54,5 +55,35 @@ func TestSeccompProgramLoaded(t *testing.T) {
 	}
 	if res.Enforced.Seccomp != "test" || res.Enforced.SeccompInstructions != 7 {
 		t.Errorf("enforced.seccomp = %q", res.Enforced.Seccomp)
+	}
+}
+
+// The default filter lets an init confined ahead (a warm pool's) make
+// every call it still makes before exec, so a default pool loads it
+// ahead; a rule against one of them moves the load to the request.
+func TestAfterAheadFilter(t *testing.T) {
+	ex, err := executor.New(executor.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rules []policy.SyscallRule
+		want  string
+	}{
+		{nil, ""},
+		{[]policy.SyscallRule{{Names: []string{"chdir"}, Action: policy.ActErrno}}, "chdir"},
+		{[]policy.SyscallRule{{Names: []string{"prlimit64"}, Action: policy.ActKill}}, "prlimit64"},
+		{[]policy.SyscallRule{{Names: []string{"getcwd"}, Action: policy.ActErrno}}, ""},
+	} {
+		p := policy.Default()
+		p.Seccomp.Rules = c.rules
+		spec, _, err := ex.Resolve(executor.Request{Args: []string{"true"}, Policy: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		denied, err := spec.Seccomp.Program.FirstDenied(nsjail.AfterAheadFilter())
+		if err != nil || !strings.HasPrefix(denied, c.want) || (c.want == "") != (denied == "") {
+			t.Errorf("rules %+v: denied %q (%v), want %q", c.rules, denied, err, c.want)
+		}
 	}
 }

@@ -3,7 +3,6 @@
 package seccomp
 
 import (
-	"encoding/binary"
 	"errors"
 	"os"
 	"runtime"
@@ -11,37 +10,19 @@ import (
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/policy"
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
 const auditI386 = 0x40000003
 
-// eval runs p over a crafted seccomp_data in x/net/bpf's VM. The VM loads
-// words big-endian, so each 32-bit word is stored big-endian at its
-// native offset; the program then sees the native values.
+// eval runs p over a crafted seccomp_data (Program.evalArch).
 func eval(t *testing.T, p Program, arch, nr uint32, args ...uint64) uint32 {
 	t.Helper()
-	insns := make([]bpf.Instruction, len(p))
-	for i, in := range p {
-		insns[i] = bpf.RawInstruction{Op: in.Code, Jt: in.Jt, Jf: in.Jf, K: in.K}.Disassemble()
-	}
-	vm, err := bpf.NewVM(insns)
+	ret, err := p.evalArch(arch, nr, args...)
 	if err != nil {
-		t.Fatalf("program rejected by the VM: %v", err)
+		t.Fatal(err)
 	}
-	data := make([]byte, 64)
-	binary.BigEndian.PutUint32(data[offNr:], nr)
-	binary.BigEndian.PutUint32(data[offArch:], arch)
-	for i, a := range args {
-		binary.BigEndian.PutUint32(data[offArgs+8*i:], uint32(a))
-		binary.BigEndian.PutUint32(data[offArgs+8*i+4:], uint32(a>>32))
-	}
-	ret, err := vm.Run(data)
-	if err != nil {
-		t.Fatalf("vm: %v", err)
-	}
-	return uint32(ret)
+	return ret
 }
 
 func compileDefault(t *testing.T, opts Options, rules ...policy.SyscallRule) Program {

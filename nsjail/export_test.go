@@ -1,0 +1,4 @@
+package nsjail
+
+// AfterAheadFilter is afterAheadFilter, for the tests.
+var AfterAheadFilter = afterAheadFilter
