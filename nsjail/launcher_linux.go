@@ -242,7 +242,7 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 		}
 	}
 	if err := json.NewEncoder(c.specW).Encode(cfg); err != nil {
-		return s.setupFailed("send spec", err)
+		return s.sendFailed("send spec", c, err)
 	}
 	// Placed by pid (v2 without clone3) while the init builds its jail:
 	// the attach waits for an RCU grace period (milliseconds), which this
@@ -279,7 +279,7 @@ func (s *Sandbox) run(c *initChannels) error {
 		pc.Seccomp = nil
 	}
 	if err := json.NewEncoder(c.specW).Encode(pc); err != nil {
-		return s.setupFailed("send program", err)
+		return s.sendFailed("send program", c, err)
 	}
 	c.specW.Close()
 	if err := s.awaitExec(c.statusR); err != nil {
@@ -294,6 +294,22 @@ func (s *Sandbox) run(c *initChannels) error {
 // errSetupTimeout: the wall-clock limit expired before the program was
 // exec'd. Run reports it as a timeout Result.
 var errSetupTimeout = errors.New("the timeout expired during setup, before the program ran")
+
+// sendFailed is setupFailed for a write to the init's spec pipe: an init
+// that failed a step of its own first (and so closed the pipe) says why,
+// and its report wins over the broken pipe it left. Once the init is
+// reaped the status socket has no writer left, so the read ends.
+func (s *Sandbox) sendFailed(stage string, c *initChannels, err error) error {
+	s.Kill()
+	<-s.exited
+	var ie *initError
+	if s.killReason() != StatusTimeout {
+		if rep := s.awaitExec(c.statusR); errors.As(rep, &ie) {
+			return rep
+		}
+	}
+	return s.setupFailed(stage, err)
+}
 
 // setupFailed kills and reaps the init after a failed setup step; when
 // the timeout killed it first, that is the cause.
