@@ -213,15 +213,46 @@ func TestTimeoutDuringSetupIsAResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Whether the kill lands before exec or just after is a race; either
-	// way the outcome is a timeout result, and a program that never ran
-	// says so.
+	// way the outcome is a timeout result, and one killed during setup
+	// says so (a program exec'd can still die before it prints).
 	res, err := nsjail.Run(t.Context(), spec)
 	if err != nil || res.Status != nsjail.StatusTimeout {
 		t.Fatalf("got %v %+v", err, res)
 	}
-	if res.Stdout == "" && !strings.Contains(res.Error, "during setup") {
-		t.Fatalf("killed before exec without saying so: %+v", res)
+	if res.Error != "" && (!strings.Contains(res.Error, "during setup") || res.Stdout != "") {
+		t.Fatalf("a timeout result with an error that is not a setup timeout: %+v", res)
 	}
+
+	// Deterministic: the setup is held (the parent's attach by pid takes
+	// 300 ms), so the 1 µs timeout always lands in it.
+	parent, err := cgroups.Find("")
+	if testutil.ExpectCgroups() {
+		testutil.RequireFeature(t, "a usable cgroup (root, or a delegated one)", err == nil)
+	}
+	if err != nil {
+		t.Skip("no per-run cgroups here (rootless on cgroup v1): the held setup needs one")
+	}
+	g, err := parent.New(*spec.CgroupLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Delete()
+	spec.Cgroup = slowPlacement{g}
+	res, err = nsjail.Run(t.Context(), spec)
+	if err != nil || res.Status != nsjail.StatusTimeout || !strings.Contains(res.Error, "during setup") || res.Stdout != "" {
+		t.Fatalf("timeout during a held setup: %v %+v", err, res)
+	}
+}
+
+// slowPlacement is a run's cgroup placed by pid (no birth in it, no self
+// move) after a 300 ms pause.
+type slowPlacement struct{ cgroups.Group }
+
+func (slowPlacement) DirFD() int                     { return -1 }
+func (slowPlacement) SelfFiles() ([]*os.File, error) { return nil, nil }
+func (g slowPlacement) Add(pid int) error {
+	time.Sleep(300 * time.Millisecond)
+	return g.Group.Add(pid)
 }
 
 // A stream past its cap is output_limit even when the program had already

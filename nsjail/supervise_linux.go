@@ -166,8 +166,12 @@ func (s *Sandbox) kill(reason Status) error {
 	if s.spec.Process {
 		// The process backend's tree is its process group (the leader's
 		// pid); a process that left it with setsid escapes unless a
-		// cgroup holds the run.
-		unix.Kill(-s.cmd.Process.Pid, unix.SIGKILL)
+		// cgroup holds the run. When the group kill found the leader,
+		// the reaper may take it before the pidfd kill below sees it:
+		// the cause is recorded here.
+		if unix.Kill(-s.cmd.Process.Pid, unix.SIGKILL) == nil && s.reason == "" {
+			s.reason = reason
+		}
 	}
 	err := s.cmd.Process.Kill()
 	if errors.Is(err, os.ErrProcessDone) {
