@@ -273,7 +273,8 @@ func (p *probe) observe(file string, extra []string, mod func(*policy.Policy)) (
 	}
 	o := lastJSON(res.Stdout)
 	if o == nil {
-		p.t.Fatalf("%s: no observation: status %s exit %d\nstdout: %s\nstderr: %s", p.id, res.Status, res.ExitCode, res.Stdout, res.Stderr)
+		p.t.Fatalf("%s: no observation: status %s exit %d signal %q error %q (wall %d ms, cpu %d ms, memory peak %d KiB)\nstdout: %s\nstderr: %s",
+			p.id, res.Status, res.ExitCode, res.Signal, res.Error, res.WallTimeMS, res.CPUTimeMS, res.MemoryPeakBytes>>10, res.Stdout, res.Stderr)
 	}
 	if res.Status != nsjail.StatusOK {
 		p.t.Errorf("%s: status %s (exit %d), want ok; stderr: %s", p.id, res.Status, res.ExitCode, res.Stderr)
