@@ -225,23 +225,25 @@ func TestTimeoutDuringSetupIsAResult(t *testing.T) {
 
 	// Deterministic: the setup is held (the parent's attach by pid takes
 	// 300 ms), so the 1 µs timeout always lands in it.
-	parent, err := cgroups.Find("")
-	if testutil.ExpectCgroups() {
-		testutil.RequireFeature(t, "a usable cgroup (root, or a delegated one)", err == nil)
-	}
-	if err != nil {
-		t.Skip("no per-run cgroups here (rootless on cgroup v1): the held setup needs one")
-	}
-	g, err := parent.New(*spec.CgroupLimits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Delete()
-	spec.Cgroup = slowPlacement{g}
-	res, err = nsjail.Run(t.Context(), spec)
-	if err != nil || res.Status != nsjail.StatusTimeout || !strings.Contains(res.Error, "during setup") || res.Stdout != "" {
-		t.Fatalf("timeout during a held setup: %v %+v", err, res)
-	}
+	t.Run("held-setup", func(t *testing.T) {
+		parent, err := cgroups.Find("")
+		if testutil.ExpectCgroups() {
+			testutil.RequireFeature(t, "a usable cgroup (root, or a delegated one)", err == nil)
+		}
+		if err != nil {
+			t.Skip("no per-run cgroups here (rootless on cgroup v1): the held setup needs one")
+		}
+		g, err := parent.New(*spec.CgroupLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Delete()
+		spec.Cgroup = slowPlacement{g}
+		res, err := nsjail.Run(t.Context(), spec)
+		if err != nil || res.Status != nsjail.StatusTimeout || !strings.Contains(res.Error, "during setup") || res.Stdout != "" {
+			t.Fatalf("timeout during a held setup: %v %+v", err, res)
+		}
+	})
 }
 
 // slowPlacement is a run's cgroup placed by pid (no birth in it, no self

@@ -26,6 +26,7 @@ run_pass() {
   for line in "${pkgs[@]}"; do
     pkg=${line%% *} dir=${line#* }
     bin="$work/$(echo "$pkg" | tr / _).test"
+    local t0=$SECONDS
     [ "$name" = root ] || dir=$work
     local try
     for try in 1 2; do
@@ -48,7 +49,7 @@ run_pass() {
     f=$(grep -cE '^\s*--- FAIL' "$log" || true)
     s=$(grep -cE '^\s*--- SKIP' "$log" || true)
     passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-    printf '%-12s %-52s %3d passed %3d failed %3d skipped\n' "$name" "$pkg" "$p" "$f" "$s"
+    printf '%-12s %-52s %3d passed %3d failed %3d skipped %4ds\n' "$name" "$pkg" "$p" "$f" "$s" $((SECONDS - t0))
     if [ $rc -ne 0 ] || [ "$f" -gt 0 ]; then
       broken=1
       grep -vE '^\s*--- PASS|^=== (RUN|PAUSE|CONT)' "$log" | tail -60
