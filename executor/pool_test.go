@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -145,17 +144,7 @@ func TestWarmPool(t *testing.T) {
 	if left := initChildren(); len(left) != 0 {
 		t.Errorf("inits left after Close: %v", left)
 	}
-	if left, _ := os.ReadDir(work); len(left) != 0 {
-		t.Errorf("workspaces left: %d", len(left))
-	}
-	if d := ex.CgroupDir(); d != "" {
-		if left, _ := filepath.Glob(filepath.Join(d, fmt.Sprintf("airlock-%d-*", os.Getpid()))); len(left) != 0 {
-			t.Errorf("cgroups left: %v", left)
-		}
-	}
-	if !testutil.WaitFor(2*time.Second, func() bool { return countFDs(t) <= fds }) {
-		t.Errorf("fds: %d before, %d after", fds, countFDs(t))
-	}
+	checkNothingLeft(t, ex, work, fds)
 	if _, err := ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: pol}); err == nil {
 		t.Error("a closed executor ran a request")
 	}

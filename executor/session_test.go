@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -154,11 +155,18 @@ func TestConcurrentExecutions(t *testing.T) {
 	if left := testutil.HostProcsWith("sleep", "0.2"); len(left) != 0 {
 		t.Errorf("processes left: %v", left)
 	}
+	checkNothingLeft(t, ex, work, fdsBefore)
+}
+
+// checkNothingLeft checks, after ex was closed, that no workspace under
+// work, no cgroup of this process and no fd beyond fdsBefore is left.
+func checkNothingLeft(t testing.TB, ex *executor.Executor, work string, fdsBefore int) {
+	t.Helper()
 	if left, _ := os.ReadDir(work); len(left) != 0 {
 		t.Errorf("workspaces left: %d", len(left))
 	}
-	if p := ex.CgroupDir(); p != "" {
-		if left, _ := filepath.Glob(filepath.Join(p, "airlock-"+itoa(os.Getpid())+"-*")); len(left) != 0 {
+	if d := ex.CgroupDir(); d != "" {
+		if left, _ := filepath.Glob(filepath.Join(d, fmt.Sprintf("airlock-%d-*", os.Getpid()))); len(left) != 0 {
 			t.Errorf("cgroups left: %v", left)
 		}
 	}

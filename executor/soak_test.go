@@ -2,8 +2,6 @@ package executor_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -105,17 +103,7 @@ func BenchmarkSoak(b *testing.B) {
 	for what, n := range bad {
 		b.Errorf("%d wrong results: %s", n, what)
 	}
-	if left, _ := os.ReadDir(work); len(left) != 0 {
-		b.Errorf("workspaces left: %d", len(left))
-	}
-	if d := ex.CgroupDir(); d != "" {
-		if left, _ := filepath.Glob(filepath.Join(d, fmt.Sprintf("airlock-%d-*", os.Getpid()))); len(left) != 0 {
-			b.Errorf("cgroups left: %v", left)
-		}
-	}
-	if !testutil.WaitFor(2*time.Second, func() bool { return countFDs(b) <= fds }) {
-		b.Errorf("fds: %d before, %d after", fds, countFDs(b))
-	}
+	checkNothingLeft(b, ex, work, fds)
 	if left := testutil.HostProcsWith("sleep", "10"); len(left) != 0 {
 		b.Errorf("processes left: %v", left)
 	}
