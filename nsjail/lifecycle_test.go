@@ -348,3 +348,37 @@ func TestProgramRunsInItsCgroup(t *testing.T) {
 		}
 	}
 }
+
+// statsFail is a run's cgroup whose usage cannot be read.
+type statsFail struct{ cgroups.Group }
+
+func (statsFail) Stats() (cgroups.Stats, error) { return cgroups.Stats{}, os.ErrPermission }
+
+// A run whose cgroup usage cannot be read after the program ran is no
+// setup error (that says the program never ran, and callers retry it):
+// the result is the program's, and says what it lacks.
+func TestCgroupStatsFailAfterRun(t *testing.T) {
+	testutil.RequireUserNS(t)
+	parent, err := cgroups.Find("")
+	if testutil.ExpectCgroups() {
+		testutil.RequireFeature(t, "a usable cgroup (root, or a delegated one)", err == nil)
+	}
+	if err != nil {
+		t.Skip("no per-run cgroups here (rootless on cgroup v1)")
+	}
+	ex, _ := executor.New(executor.Config{})
+	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c", "echo ran"}, Policy: policy.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := parent.New(*spec.CgroupLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Delete()
+	spec.Cgroup = statsFail{g}
+	res, err := nsjail.Run(t.Context(), spec)
+	if err != nil || res.Status != nsjail.StatusOK || res.Stdout != "ran\n" || !strings.Contains(res.Error, "cgroup stats unavailable") {
+		t.Fatalf("stats failing after the run: %v %+v", err, res)
+	}
+}

@@ -233,16 +233,20 @@ func (s *Sandbox) Wait() (*Result, error) {
 		// pid namespace is gone; belt and braces), then read the usage of
 		// every task that ever ran in the group.
 		g.Kill()
-		cs, err := g.Stats()
-		if err != nil {
-			return nil, &policy.SetupError{Stage: "cgroup stats", Err: err}
-		}
-		cpu := cs.CPU - s.cpuBase
-		res.MemoryPeakBytes, res.CPUTimeMS = cs.MemoryPeak, cpu.Milliseconds()
-		if cs.OOMKills > 0 && reason != StatusTimeout && reason != StatusOutputLimit && reason != StatusSeccompViolation {
-			res.Status, res.ExitCode = StatusMemoryLimit, 0
-		} else if reason == "" && s.spec.CPUTime > 0 && cpu >= s.spec.CPUTime && res.Status == StatusSignaled {
-			res.Status = StatusTimeout
+		if cs, err := g.Stats(); err != nil {
+			// The program ran: this is no setup error (a caller may retry
+			// those). The result keeps pid 1's own rusage and says what
+			// it lacks.
+			res.Error = "cgroup stats unavailable, so memory and CPU are pid 1's own and an OOM kill reads as a SIGKILL: " + err.Error()
+			s.log.Warn("reading a run's cgroup stats", slog.Any("error", err))
+		} else {
+			cpu := cs.CPU - s.cpuBase
+			res.MemoryPeakBytes, res.CPUTimeMS = cs.MemoryPeak, cpu.Milliseconds()
+			if cs.OOMKills > 0 && reason != StatusTimeout && reason != StatusOutputLimit && reason != StatusSeccompViolation {
+				res.Status, res.ExitCode = StatusMemoryLimit, 0
+			} else if reason == "" && s.spec.CPUTime > 0 && cpu >= s.spec.CPUTime && res.Status == StatusSignaled {
+				res.Status = StatusTimeout
+			}
 		}
 	}
 	if res.Status == StatusSeccompViolation {
