@@ -130,13 +130,13 @@ func (s *Sandbox) watchNotify(fd int) {
 			}
 			continue
 		}
-		nr, _, err := seccomp.ReceiveNotification(fd)
+		nr, arch, err := seccomp.ReceiveNotification(fd)
 		if err != nil {
 			continue // e.g. ENOENT: the task died before we read it
 		}
 		s.mu.Lock()
 		if s.violation == "" {
-			s.violation = seccomp.SyscallName(nr)
+			s.violation = seccomp.NotifiedName(nr, arch)
 		}
 		s.mu.Unlock()
 		s.kill(StatusSeccompViolation)

@@ -57,6 +57,10 @@ type plan struct {
 	maxKnown   uint32
 	gaps       [][2]uint32 // unknown numbers below maxKnown
 	stub       bool        // ENOSYS for unknown numbers
+	// foreign is the action for a non-native arch or an x32 number,
+	// returned by the prefix: KILL_PROCESS, or USER_NOTIF with Notify so
+	// that the supervisor can name the ABI and number before it kills.
+	foreign uint32
 }
 
 // ErrUnknownSyscall is wrapped by compile errors for a deny rule naming a
@@ -75,7 +79,10 @@ func makePlan(p *Profile, goarch string, opts Options) (*plan, error) {
 	if !ok || table == nil {
 		return nil, &policy.UnsupportedError{Control: "seccomp", Reason: "no syscall table for " + goarch, Fix: "run on amd64 or arm64"}
 	}
-	pl := &plan{arch: arch}
+	pl := &plan{arch: arch, foreign: retKillProcess}
+	if opts.Notify {
+		pl.foreign = retUserNotif
+	}
 	var err error
 	if pl.defaultRet, err = retValue(p.DefaultAction, p.DefaultErrno, opts); err != nil {
 		return nil, err
@@ -201,28 +208,33 @@ const (
 
 // prefix generates airlock's own checks, which run before libseccomp's
 // program. They fall through to it (offset len(prefix)) for everything
-// they do not decide; a non-native arch or an x32 number goes straight
-// to it, whose bad-arch action kills.
+// they do not decide. A non-native arch or an x32 number never reaches
+// it: the prefix returns pl.foreign (libseccomp's own bad-arch check,
+// KILL_PROCESS, stays behind it as a second line).
 //
-//	ld arch; arch != native -> libseccomp
-//	ld nr;   nr & x32 bit   -> libseccomp        (amd64)
+//	ld arch; arch != native -> foreign           (kill, or notify to name it)
+//	ld nr;   nr == -1       -> libseccomp        (amd64: a tracer's skip, ENOSYS)
+//	         nr & x32 bit   -> foreign           (amd64)
 //	nr in a gap or > max    -> ERRNO(ENOSYS)     (unknown, or newer than this table)
 //	nr == N && args match   -> deny              (override rules)
 //	-> libseccomp
 func (pl *plan) prefix() ([]bpf.Instruction, error) {
 	var p []bpf.Instruction
 	var toLib []int // indexes of "ja libseccomp" to patch
-	jaLib := func() { toLib = append(toLib, len(p)); p = append(p, bpf.Jump{}) }
+	foreign := bpf.RetConstant{Val: pl.foreign}
 
 	p = append(p, bpf.LoadAbsolute{Off: offArch, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: pl.arch.audit, SkipTrue: 1})
-	jaLib()
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: pl.arch.audit, SkipTrue: 1}, foreign)
 	if pl.stub || pl.arch.x32 {
 		p = append(p, bpf.LoadAbsolute{Off: offNr, Size: 4})
 	}
 	if pl.arch.x32 {
-		p = append(p, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: x32Bit, SkipFalse: 1})
-		jaLib()
+		// -1 has the x32 bit too: it is what a tracer sets to skip a
+		// call, and libseccomp lets it through to fail with ENOSYS.
+		p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0xffffffff, SkipFalse: 1})
+		toLib = append(toLib, len(p))
+		p = append(p, bpf.Jump{},
+			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: x32Bit, SkipFalse: 1}, foreign)
 	}
 	if pl.stub {
 		ret := bpf.RetConstant{Val: retErrno | enosys}

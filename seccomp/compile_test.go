@@ -13,8 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const auditI386 = 0x40000003
-
 // eval runs p over a crafted seccomp_data (Program.evalArch).
 func eval(t *testing.T, p Program, arch, nr uint32, args ...uint64) uint32 {
 	t.Helper()
@@ -130,6 +128,21 @@ func TestRulesOverrideAndKill(t *testing.T) {
 	if got := eval(t, prog, native, getppid); got != retUserNotif {
 		t.Errorf("getppid with notify: %#x, want USER_NOTIF", got)
 	}
+	// A foreign ABI is notified too, so that the supervisor names it.
+	if got := eval(t, prog, auditI386, 20); got != retUserNotif {
+		t.Errorf("i386 getpid with notify: %#x, want USER_NOTIF", got)
+	}
+	if runtime.GOARCH == "amd64" {
+		if got := eval(t, prog, native, x32Bit|getpid); got != retUserNotif {
+			t.Errorf("x32 getpid with notify: %#x, want USER_NOTIF", got)
+		}
+		// -1 (a tracer's skip) is no x32 call: it goes on to libseccomp.
+		for _, o := range []Options{{}, {Notify: true}} {
+			if got := eval(t, compileDefault(t, o), native, 0xffffffff); got == retUserNotif || got == retKillProcess {
+				t.Errorf("syscall -1 (notify %v): %#x, want it let through to fail", o.Notify, got)
+			}
+		}
+	}
 }
 
 // A deny rule naming an unknown syscall is an error, never dropped; an
@@ -214,5 +227,27 @@ func TestDisassemble(t *testing.T) {
 	lines := Disassemble(compileDefault(t, Options{}))
 	if !strings.Contains(lines[0], "ld [4]") || !strings.Contains(strings.Join(lines, "\n"), "ret #") {
 		t.Errorf("disassembly: %v", lines[:3])
+	}
+}
+
+func TestNotifiedName(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("x86_64 numbers")
+	}
+	for _, c := range []struct {
+		nr   int32
+		arch uint32
+		want string
+	}{
+		{unix.SYS_GETPID, unix.AUDIT_ARCH_X86_64, "getpid"},
+		{int32(x32Bit | unix.SYS_GETPID), unix.AUDIT_ARCH_X86_64, "x32:getpid"},
+		{int32(x32Bit | 545), unix.AUDIT_ARCH_X86_64, "x32:545"},
+		{-1, unix.AUDIT_ARCH_X86_64, "x32:3221225471"},
+		{20, auditI386, "i386:20"},
+		{1, 0xc00000b7, "arch_0xc00000b7:1"},
+	} {
+		if got := NotifiedName(c.nr, c.arch); got != c.want {
+			t.Errorf("NotifiedName(%d, %#x) = %q, want %q", c.nr, c.arch, got, c.want)
+		}
 	}
 }
