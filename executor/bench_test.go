@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"log/slog"
+	"os"
 	"os/exec"
 	"slices"
 	"sync"
@@ -22,6 +23,10 @@ import (
 //
 //	go test -run '^$' -bench Execute -benchtime 200x ./executor
 //
+// The cold rows report, besides, the init's own steps (init-*: Go runtime
+// started, spec read, in its cgroup, jail built, program read, confined,
+// filter loaded), from the marks it sends with its reports.
+//
 // Before each warm request the pool is full, as in a daemon between
 // bursts; the request's own replacement is prepared while it runs.
 func BenchmarkExecute(b *testing.B) {
@@ -29,7 +34,9 @@ func BenchmarkExecute(b *testing.B) {
 	work := testutil.WorldReadableDir(b)
 	pol := policy.Default()
 	phases := &phaseLog{}
-	cold, err := executor.New(executor.Config{WorkDir: work, Logger: slog.New(phases)})
+	// AIRLOCK_BENCH_INIT: the cold runs' init, e.g. a cgo-free one built
+	// by `CGO_ENABLED=0 go build ./cmd/airlock-init`; "" = this binary.
+	cold, err := executor.New(executor.Config{WorkDir: work, Logger: slog.New(phases), InitPath: os.Getenv("AIRLOCK_BENCH_INIT")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,7 +95,8 @@ func BenchmarkExecute(b *testing.B) {
 	b.ReportMetric(mw-mb, "warm-overhead-ms")
 	// Where a cold start's milliseconds go: the median time from the
 	// clone to the end of each phase (nsjail logs them at debug level).
-	for _, p := range []string{"launched", "placed", "prepared", "exec", "exited", "result"} {
+	for _, p := range []string{"launched", "init-started", "init-spec-read", "init-in-cgroup", "init-jail-built", "placed",
+		"prepared", "init-program-read", "init-confined", "init-filter-loaded", "exec", "exited", "result"} {
 		if d := phases.at[p]; len(d) > 0 {
 			b.ReportMetric(med(d), "cold-"+p+"-ms")
 		}

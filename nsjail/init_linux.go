@@ -40,13 +40,27 @@ func Init() {
 	// thread: they are per-thread state (capset, prctl), and execve keeps
 	// only the calling thread.
 	runtime.LockOSThread()
+	mark()
 	status := os.NewFile(statusFD, "status")
-	err := runInit(status)
+	err := checkBuild(os.Getenv(buildEnv))
+	if err == nil {
+		err = runInit(status)
+	}
 	if err == nil {
 		err = errors.New("BUG(airlock): init returned without exec")
 	}
 	reportFailure(status, err)
 	os.Exit(1)
+}
+
+// checkBuild refuses a parent built apart from this init (see
+// buildToken): its protocol or its jail could differ from ours.
+func checkBuild(parent string) error {
+	if parent == buildToken {
+		return nil
+	}
+	exe, _ := os.Executable()
+	return stage("init binary", fmt.Errorf("the init %s was not built with the airlock that started it (build token %q, the init's %q): build both with scripts/build, or leave the init path unset to re-execute the calling binary", exe, parent, buildToken))
 }
 
 // stageError names the step of the init that failed.
@@ -86,6 +100,7 @@ func runInit(status *os.File) (err error) {
 	if err != nil {
 		return stage("read spec", err)
 	}
+	mark()
 	// Before anything else, this thread moves itself into the run's v1
 	// cgroup: the jail's mounts and tmpfs pages are charged to it, and the
 	// program, which this thread becomes at exec, starts in it. Only this
@@ -94,11 +109,13 @@ func runInit(status *os.File) (err error) {
 	if err := stage("cgroup placement", joinCgroup(cfg.JoinCgroup)); err != nil {
 		return err
 	}
+	mark()
 	if !cfg.Process {
 		if err := buildJail(cfg); err != nil {
 			return err
 		}
 	}
+	mark()
 	dropCaps := dropCapabilities
 	if cfg.Process {
 		dropCaps = clearCapabilities
@@ -119,13 +136,14 @@ func runInit(status *os.File) (err error) {
 	// Report the jail built and wait for the program: the parent sends
 	// it only once this process is in its cgroup, so no program code
 	// ever runs outside it.
-	if err := stage("report prepared", writeStatus(status, initStatus{Prepared: true})); err != nil {
+	if err := stage("report prepared", writeStatus(status, initStatus{Prepared: true, Marks: takeMarks()})); err != nil {
 		return err
 	}
 	var prog programConfig
 	if err := stage("read program", readProgram(spec, &prog)); err != nil {
 		return err
 	}
+	mark()
 	if cfg.Seccomp != nil && prog.Seccomp != nil {
 		return stage("seccomp", errors.New("BUG(airlock): the filter was sent twice"))
 	}
@@ -138,16 +156,34 @@ func runInit(status *os.File) (err error) {
 			return err
 		}
 	}
+	mark()
 	// The filter of a cold start, or of a prepared sandbox whose filter
 	// denies a syscall the init makes before exec (see afterAheadFilter).
 	if err := loadFilter(prog.Seccomp); err != nil {
 		return err
 	}
-	if err := stage("report ready", writeStatus(status, initStatus{Ready: true})); err != nil {
+	mark()
+	if err := stage("report ready", writeStatus(status, initStatus{Ready: true, Marks: takeMarks()})); err != nil {
 		return err
 	}
 	// Nothing but exec after this point.
 	return stage("exec", unix.Exec(argv0, prog.Args, prog.Env))
+}
+
+// marks are the init's timing marks not reported yet (see initMarks).
+var marks = make([]int64, 0, 8)
+
+// mark takes the next timing mark: a vDSO clock read, no syscall.
+func mark() {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) // 0 if it failed: a gap, positions kept
+	marks = append(marks, ts.Nano())
+}
+
+func takeMarks() []int64 {
+	m := marks
+	marks = marks[len(marks):]
+	return m
 }
 
 // buildJail is the namespaces backend's setup: mounts, root, hostname,

@@ -29,6 +29,8 @@ type Sandbox struct {
 	cmd      *exec.Cmd
 	log      *slog.Logger
 	start    time.Time
+	startNS  int64 // start on CLOCK_MONOTONIC, for the init's marks
+	marksIn  int   // the init's marks logged so far
 	enforced Enforced
 	stdout   *capture
 	stderr   *capture
@@ -192,6 +194,7 @@ func (s *Sandbox) launch() (*initChannels, error) {
 		return nil, &policy.SetupError{Stage: "socketpair", Err: err}
 	}
 	s.start = time.Now()
+	s.startNS = monotonicNS()
 	err = s.startInit(specR, statusW, cgfd, tasks)
 	if cgfd >= 0 && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
 		s.placed = false
@@ -217,6 +220,25 @@ func (s *Sandbox) launch() (*initChannels, error) {
 // long after the start: where a start's milliseconds go. Never payload.
 func (s *Sandbox) phase(name string) {
 	s.log.Debug("phase", slog.String("phase", name), slog.Duration("since_start", time.Since(s.start)))
+}
+
+// initPhases logs the init's own timing marks (initMarks) as phases.
+func (s *Sandbox) initPhases(marks []int64) {
+	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	for _, m := range marks {
+		if s.marksIn < len(initMarks) && m > 0 {
+			s.log.Debug("phase", slog.String("phase", initMarks[s.marksIn]), slog.Duration("since_start", time.Duration(m-s.startNS)))
+		}
+		s.marksIn++
+	}
+}
+
+func monotonicNS() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
 
 // build sends the init its jail and returns once the jail is built and
@@ -347,6 +369,9 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 	// Only the marker: the supervisor's environment (secrets) never
 	// reaches the init or the program.
 	cmd.Env = []string{initEnv, "GOMAXPROCS=1"}
+	if buildToken != "" {
+		cmd.Env = append(cmd.Env, buildEnv+"="+buildToken)
+	}
 	cmd.ExtraFiles = []*os.File{specR, statusW} // fds 3 and 4
 	cmd.Stdin = spec.Stdin
 	cmd.Stdout, cmd.Stderr = s.outputs(spec)

@@ -12,7 +12,8 @@ import (
 //	clone(user,pid,net,mnt,ipc,uts) + uid/gid maps
 //	  (cgroup v2: born in the run's cgroup;
 //	   cgroup v1: fds 5.. = its tasks files)
-//	exec /proc/self/exe, env = {initEnv} ----->  Init(): lock OS thread
+//	exec /proc/self/exe (or InitPath),   ----->  Init(): lock OS thread;
+//	  env = {initEnv, buildEnv}                  refuse another build's token
 //	fd 3: write initConfig JSON         ----->  read it
 //	                                             [v1: "0" to each tasks file:
 //	                                              this thread moves itself]
@@ -23,7 +24,7 @@ import (
 //	                                              fds, caps, no_new_privs, and
 //	                                              seccomp (+ listener, below)
 //	                                              if initConfig carries it]
-//	fd 4: read one message              <-----  {"prepared":true}
+//	fd 4: read one message              <-----  {"prepared":true,"marks":[...]}
 //	      [a prepared sandbox of a warm pool waits here for a request]
 //	fd 3: write programConfig JSON,     ----->  read it (the barrier: the
 //	      close                                  init is in its cgroup)
@@ -33,7 +34,7 @@ import (
 //	                                              carries it]
 //	                                     <-----  {"listener":true} + the listener fd
 //	                                             (SCM_RIGHTS; only with kill-by-notify)
-//	fd 4: read until EOF                <-----  {"ready":true}
+//	fd 4: read until EOF                <-----  {"ready":true,"marks":[...]}
 //	                                             execve: fd 4 is close-on-exec, so EOF
 //	                                             after "ready" means exec'd
 //	on any failure:                     <-----  {"stage","errno","msg"}, exit
@@ -43,8 +44,12 @@ import (
 // setup; "ready" followed by an error means execve failed.
 const (
 	// initEnv marks a process as an airlock init. It is the only
-	// variable the init is started with (besides GOMAXPROCS).
+	// variable the init is started with (besides GOMAXPROCS and, for a
+	// token-built binary, buildEnv).
 	initEnv = "_AIRLOCK_INIT=1"
+	// buildEnv carries the parent's build token (see buildToken) to the
+	// init, which checks it against its own before anything else.
+	buildEnv = "_AIRLOCK_BUILD"
 	// initArg0 is the init's argv[0], visible in host process listings.
 	initArg0 = "airlock-init"
 	specFD   = 3
@@ -95,4 +100,13 @@ type initStatus struct {
 	Stage    string `json:"stage,omitempty"`
 	Errno    int    `json:"errno,omitempty"`
 	Msg      string `json:"msg,omitempty"`
+	// Marks are CLOCK_MONOTONIC readings (ns) of the init's steps since
+	// its last report, named by initMarks: where a start's time goes,
+	// logged by the parent at debug level (see Sandbox.phase).
+	Marks []int64 `json:"marks,omitempty"`
 }
+
+// initMarks names the init's timing marks, in the order it takes them:
+// the prepared report carries the first four, the ready report the rest.
+var initMarks = []string{"init-started", "init-spec-read", "init-in-cgroup", "init-jail-built",
+	"init-program-read", "init-confined", "init-filter-loaded"}

@@ -67,7 +67,9 @@ type Spec struct {
 	// OutputLimit is the cap of each captured stream. 0 = 1 MiB.
 	OutputLimit int64
 	// InitPath is the binary re-executed as the init; it must call Init
-	// first thing in main. "" = /proc/self/exe.
+	// first thing in main. "" = /proc/self/exe. cmd/airlock-init is such
+	// a binary, cgo-free; it refuses a parent with another build token
+	// (see buildToken).
 	InitPath string
 	// Logger receives lifecycle events (never payload data). nil = none.
 	Logger *slog.Logger

@@ -79,6 +79,7 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 		if err := json.Unmarshal(buf[:n], &st); err != nil {
 			return &policy.SetupError{Stage: "status", Err: fmt.Errorf("bad message from init: %w", err)}
 		}
+		s.initPhases(st.Marks)
 		if st.Listener {
 			fd, err := listenerFD(oob[:oobn])
 			if err != nil {

@@ -12,7 +12,15 @@ build_tests() {
     pkg=${line%% *}
     go test -c -o "$1/$(echo "$pkg" | tr / _).test" "$pkg"
   done
-  chmod 755 "$1" "$1"/*.test
+  # The separately built inits (cmd/airlock-init) the tests run sandboxes
+  # with (AIRLOCK_TEST_BINDIR): the scripts/build pair, one without a
+  # build token (a library's InitPath), one with a foreign token.
+  mkdir -p "$1/bin"
+  scripts/build "$1/bin/airlock"
+  CGO_ENABLED=0 go build -o "$1/bin/airlock-init-plain" ./cmd/airlock-init
+  CGO_ENABLED=0 go build -o "$1/bin/airlock-init-other" \
+    -ldflags "-X github.com/airlock-sandbox/airlock/nsjail.buildToken=not-this-build" ./cmd/airlock-init
+  chmod 755 "$1" "$1"/*.test "$1/bin" "$1"/bin/*
 }
 
 # run_pass NAME WORK RUNNER...: runs every test binary in WORK through
@@ -32,7 +40,7 @@ run_pass() {
     for try in 1 2; do
       set +e
       (cd "$dir" && "$@" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$work" TMPDIR=/tmp \
-          AIRLOCK_TEST_REQUIRE_ALL=1 ${pass_env:-} "$bin" -test.v -test.count=1 -test.timeout="${test_timeout:-10m}") >"$log" 2>&1
+          AIRLOCK_TEST_REQUIRE_ALL=1 AIRLOCK_TEST_BINDIR="$work/bin" ${pass_env:-} "$bin" -test.v -test.count=1 -test.timeout="${test_timeout:-10m}") >"$log" 2>&1
       rc=$?
       set -e
       # An emulated guest may stall (rarely: seen once in ~60 guest runs).

@@ -23,11 +23,14 @@ import (
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
-// Environment of the cold-start benchmark (scripts/bench sets both).
+// Environment of the cold-start benchmark (scripts/bench sets them).
 const (
 	// benchBinEnv names a prebuilt airlock binary; without it the
 	// benchmark builds one with `go build`.
 	benchBinEnv = "AIRLOCK_BENCH_BIN"
+	// benchInitEnv: a cgo-free init built without a build token, for the
+	// library rows (scripts/bench sets it).
+	benchInitEnv = "AIRLOCK_BENCH_INIT"
 	// benchTableEnv names the file the markdown table is written to;
 	// without it the table goes to the benchmark log.
 	benchTableEnv = "AIRLOCK_BENCH_TABLE"
@@ -228,12 +231,24 @@ func BenchmarkColdStart(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer warmEx.Close()
-	rows = append(rows, executeRow("airlock Execute, cold", "execute-cold", coldEx),
-		executeRow("airlock Execute, warm pool", "execute-warm", warmEx))
+	rows = append(rows, executeRow("airlock Execute, cold", "execute-cold", coldEx))
+	rows[len(rows)-1].required = true
+	// The same with the cgo-free init (cmd/airlock-init, Config.InitPath)
+	// that scripts/bench builds: what a daemon that ships it pays.
+	if p := os.Getenv(benchInitEnv); p != "" {
+		initEx, err := executor.New(executor.Config{WorkDir: work, InitPath: p})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer initEx.Close()
+		rows = append(rows, executeRow("airlock Execute, cold, airlock-init", "execute-cold-init", initEx))
+		rows[len(rows)-1].required = true
+	}
+	rows = append(rows, executeRow("airlock Execute, warm pool", "execute-warm", warmEx))
 	rows[len(rows)-1].before = func() {
 		testutil.WaitFor(time.Minute, func() bool { return warmEx.PoolStats().Ready == poolSize })
 	}
-	rows[len(rows)-2].required, rows[len(rows)-1].required = true, true
+	rows[len(rows)-1].required = true
 
 	ctx := b.Context()
 	// One run of each payload per row: a check, and it warms the page

@@ -66,7 +66,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 // them).
 func dryRun() probe.Check {
 	c := probe.Check{Name: "sandbox dry run", Needed: true}
-	ex, err := executor.New(executor.Config{})
+	ex, err := executor.New(executor.Config{InitPath: initPath()})
 	if err != nil {
 		c.Detail = err.Error()
 		return c
@@ -87,8 +87,12 @@ func dryRun() probe.Check {
 		c.Detail = fmt.Sprintf("status %s: %s%s", res.Status, res.Error, res.Stderr)
 	default:
 		c.OK = true
-		c.Detail = fmt.Sprintf("namespaces %s, rootfs %s, seccomp %s (%d rules), limits %s, %d ms",
-			strings.Join(res.Enforced.Namespaces, ","), res.Enforced.Rootfs, res.Enforced.Seccomp, res.Enforced.SeccompRules, res.Enforced.Limits, res.WallTimeMS)
+		init := "this binary"
+		if p := initPath(); p != "" {
+			init = p
+		}
+		c.Detail = fmt.Sprintf("namespaces %s, rootfs %s, seccomp %s (%d rules), limits %s, init %s, %d ms",
+			strings.Join(res.Enforced.Namespaces, ","), res.Enforced.Rootfs, res.Enforced.Seccomp, res.Enforced.SeccompRules, res.Enforced.Limits, init, res.WallTimeMS)
 	}
 	return c
 }

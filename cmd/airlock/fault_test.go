@@ -250,8 +250,8 @@ var faults = []fault{
 	{name: "ioctl/lo-get", inj: []inject{errInj("ioctl", "ENODEV", "SIOCGIFFLAGS")}, stage: "loopback up"},
 	{name: "ioctl/lo-up", inj: []inject{errInj("ioctl", "EPERM", "SIOCSIFFLAGS")}, stage: "loopback up"},
 	// The program part (programConfig), once placed in the cgroup.
-	{name: "write/prepared", inj: []inject{errInj("write", "EPIPE", `{\"prepared\":true}`)}, stage: "report prepared"},
-	{name: "read/program", inj: []inject{{syscall: "read", errno: "EIO", match: "(3<pipe:", after: `{\"prepared\":true}`}}, stage: "read program"},
+	{name: "write/prepared", inj: []inject{errInj("write", "EPIPE", `{\"prepared\":true,`)}, stage: "report prepared"},
+	{name: "read/program", inj: []inject{{syscall: "read", errno: "EIO", match: "(3<pipe:", after: `{\"prepared\":true,`}}, stage: "read program"},
 	{name: "unshare/cgroupns", inj: []inject{errInj("unshare", "EPERM", "CLONE_NEWCGROUP")}, stage: "unshare cgroup"},
 	{name: "prlimit64/nofile", inj: []inject{errInj("prlimit64", "EPERM", "RLIMIT_NOFILE, {rlim_cur=1024")}, stage: "setrlimit"},
 	{name: "prlimit64/fsize", inj: []inject{errInj("prlimit64", "EINVAL", "RLIMIT_FSIZE, {")}, stage: "setrlimit"},
@@ -270,7 +270,7 @@ var faults = []fault{
 	{name: "prctl/securebits", inj: []inject{errInj("prctl", "EPERM", "PR_SET_SECUREBITS")}, stage: "drop capabilities: securebits"},
 	{name: "capset", inj: []inject{errInj("capset", "EPERM", "")}, stage: "drop capabilities: capset"},
 	{name: "prctl/no_new_privs", inj: []inject{errInj("prctl", "EINVAL", "PR_SET_NO_NEW_PRIVS")}, stage: "no_new_privs"},
-	{name: "write/ready", inj: []inject{errInj("write", "EPIPE", `{\"ready\":true}`)}, stage: "report ready"},
+	{name: "write/ready", inj: []inject{errInj("write", "EPIPE", `{\"ready\":true,`)}, stage: "report ready"},
 	// The CLI's own probe for user notification may be the same ordinal
 	// on its thread: then the filter kills without naming; still a filter.
 	{name: "seccomp/load", inj: []inject{seccompLoad("EPERM")}, stage: "seccomp"},

@@ -22,6 +22,22 @@ import (
 // test can never look green.
 const RequireAllEnv = "AIRLOCK_TEST_REQUIRE_ALL"
 
+// BinDirEnv names the directory of the binaries scripts/test builds apart
+// from the test binaries (scripts/testlib.sh build_tests): airlock and
+// airlock-init made by scripts/build (one build token), airlock-init-plain
+// (cgo-free, no token: a library's InitPath) and airlock-init-other (a
+// foreign token).
+const BinDirEnv = "AIRLOCK_TEST_BINDIR"
+
+// BinDir returns BinDirEnv's directory; without it t is skipped, or fails
+// under RequireAllEnv.
+func BinDir(t testing.TB) string {
+	t.Helper()
+	d := os.Getenv(BinDirEnv)
+	RequireFeature(t, "prebuilt airlock binaries ("+BinDirEnv+", set by scripts/test)", d != "")
+	return d
+}
+
 // RequireFeature skips t when ok is false, or fails it under RequireAllEnv.
 func RequireFeature(t testing.TB, feature string, ok bool) {
 	t.Helper()
