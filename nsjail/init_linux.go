@@ -95,7 +95,7 @@ func runInit(status *os.File) (err error) {
 	if _, err := unix.FcntlInt(statusFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 		return stage("status pipe", err)
 	}
-	spec := json.NewDecoder(io.LimitReader(os.NewFile(specFD, "spec"), maxSpec))
+	spec := os.NewFile(specFD, "spec")
 	cfg, err := readConfig(spec)
 	if err != nil {
 		return stage("read spec", err)
@@ -350,16 +350,24 @@ func joinCgroup(n int) error {
 // maxSpec bounds what the init reads from its parent.
 const maxSpec = 64 << 20
 
-func readConfig(dec *json.Decoder) (*initConfig, error) {
+func readConfig(r io.Reader) (*initConfig, error) {
 	var cfg initConfig
-	if err := dec.Decode(&cfg); err != nil {
+	b, err := readMsg(r, maxSpec)
+	if err == nil {
+		err = cfg.unmarshal(b)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("parent sent no valid spec (died?): %w", err)
 	}
 	return &cfg, nil
 }
 
-func readProgram(dec *json.Decoder, p *programConfig) error {
-	if err := dec.Decode(p); err != nil {
+func readProgram(r io.Reader, p *programConfig) error {
+	b, err := readMsg(r, maxSpec)
+	if err == nil {
+		err = p.unmarshal(b)
+	}
+	if err != nil {
 		return fmt.Errorf("parent sent no valid program (died?): %w", err)
 	}
 	if len(p.Args) == 0 {

@@ -4,7 +4,6 @@ package nsjail
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -263,7 +262,7 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 			place = false
 		}
 	}
-	if err := json.NewEncoder(c.specW).Encode(cfg); err != nil {
+	if err := writeMsg(c.specW, cfg.marshal()); err != nil {
 		return s.sendFailed("send spec", c, err)
 	}
 	// Placed by pid (v2 without clone3) while the init builds its jail:
@@ -300,7 +299,7 @@ func (s *Sandbox) run(c *initChannels) error {
 	if s.filterAhead {
 		pc.Seccomp = nil
 	}
-	if err := json.NewEncoder(c.specW).Encode(pc); err != nil {
+	if err := writeMsg(c.specW, pc.marshal()); err != nil {
 		return s.sendFailed("send program", c, err)
 	}
 	c.specW.Close()

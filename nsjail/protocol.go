@@ -14,7 +14,7 @@ import (
 //	   cgroup v1: fds 5.. = its tasks files)
 //	exec /proc/self/exe (or InitPath),   ----->  Init(): lock OS thread;
 //	  env = {initEnv, buildEnv}                  refuse another build's token
-//	fd 3: write initConfig JSON         ----->  read it
+//	fd 3: write initConfig (wire.go)    ----->  read it
 //	                                             [v1: "0" to each tasks file:
 //	                                              this thread moves itself]
 //	[v2 without clone3: place it by pid          build the jail
@@ -26,7 +26,7 @@ import (
 //	                                              if initConfig carries it]
 //	fd 4: read one message              <-----  {"prepared":true,"marks":[...]}
 //	      [a prepared sandbox of a warm pool waits here for a request]
-//	fd 3: write programConfig JSON,     ----->  read it (the barrier: the
+//	fd 3: write programConfig,          ----->  read it (the barrier: the
 //	      close                                  init is in its cgroup)
 //	                                             rlimits, chdir, lookup
 //	                                             [cold: confine now]
@@ -62,34 +62,34 @@ const (
 // initConfig is the jail the init builds. It carries no decisions: every
 // value was computed by the parent.
 type initConfig struct {
-	Hostname string      `json:"hostname"`
-	NetNS    bool        `json:"netns"`
-	Process  bool        `json:"process,omitempty"`
-	Plan     rootfs.Plan `json:"plan"`
-	Staging  string      `json:"staging"`
+	Hostname string
+	NetNS    bool
+	Process  bool
+	Plan     rootfs.Plan
+	Staging  string
 	// JoinCgroup is the number of cgroup v1 tasks files inherited from
 	// fd joinCgroupFD on, one per hierarchy of the run's cgroup. The
 	// init's exec thread writes "0" to each before anything else.
-	JoinCgroup int `json:"join_cgroup,omitempty"`
+	JoinCgroup int
 	// Ahead: the init is in its cgroup before it reads this (born
 	// there, JoinCgroup, or placed by the parent first), and it confines
 	// itself (cgroup namespace, fds, capabilities, no_new_privs, Seccomp)
 	// before it reports prepared, so that a request pays only for its
 	// program (a warm pool). Seccomp is nil when the filter must wait
 	// for the program part (see Prepare); it is never in both.
-	Ahead   bool            `json:"ahead,omitempty"`
-	Seccomp *seccomp.Filter `json:"seccomp,omitempty"`
+	Ahead   bool
+	Seccomp *seccomp.Filter
 }
 
 // programConfig is the part of the spec applied just before exec, sent
 // once the jail is built and placed: what runs, and under which limits
 // and filter.
 type programConfig struct {
-	Args    []string        `json:"args"`
-	Env     []string        `json:"env"`
-	Dir     string          `json:"dir"`
-	Rlimits []Rlimit        `json:"rlimits"`
-	Seccomp *seccomp.Filter `json:"seccomp,omitempty"`
+	Args    []string
+	Env     []string
+	Dir     string
+	Rlimits []Rlimit
+	Seccomp *seccomp.Filter
 }
 
 // initStatus is one message from the init on fd 4.

@@ -215,8 +215,10 @@ var faults = []fault{
 	{name: "write/setgroups", inj: []inject{errInj("write", "EIO", "setgroups>")}, stage: "clone"},
 	{name: "write/gid_map", inj: []inject{errInj("write", "EINVAL", "gid_map>")}, stage: "namespaces"},
 	{name: "execve/init", inj: []inject{{syscall: "execve", errno: "EACCES", path: "/proc/self/exe", when: 1}}, stage: "fork/exec /proc/self/exe"},
-	{name: "write/spec", inj: []inject{errInj("write", "EPIPE", `{\"hostname\":`)}, stage: "send spec"},
-	{name: "write/program", inj: []inject{errInj("write", "EPIPE", `{\"args\":`)}, stage: "send program"},
+	// The spec pipe's messages as strace prints them (wire.go): the wire
+	// version, then the hostname; the program's first argument.
+	{name: "write/spec", inj: []inject{errInj("write", "EPIPE", `\1\7airlock\1`)}, stage: "send spec"},
+	{name: "write/program", inj: []inject{errInj("write", "EPIPE", `\7python3\2-I`)}, stage: "send program"},
 	// The init: the jail (initConfig).
 	{name: "read/spec", inj: []inject{errInj("read", "EIO", "(3<pipe:")}, stage: "read spec"},
 	{name: "mount/rprivate", inj: []inject{errInj("mount", "EPERM", `"/"`)}, stage: "make mounts private"},
