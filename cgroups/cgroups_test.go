@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/policy"
+	"golang.org/x/sys/unix"
 )
 
 func TestFindMatchesHost(t *testing.T) {
@@ -40,15 +41,55 @@ func TestStaleNames(t *testing.T) {
 		t.Errorf("own group %s called stale", own)
 	}
 	start, _ := startTime(os.Getpid())
+	ns, err := pidNS()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, want := range map[string]bool{
-		fmt.Sprintf("airlock-%d-%d-00", os.Getpid(), start+1): true, // pid reused by another process
-		"airlock-999999999-5-00":                              true, // no such process
-		"airlock-supervisor":                                  false,
-		"airlock-notours-at-all":                              false,
+		fmt.Sprintf("airlock-%d-%d-%d-00", os.Getpid(), start+1, ns): true,  // pid reused by another process
+		fmt.Sprintf("airlock-999999999-5-%d-00", ns):                 true,  // no such process
+		fmt.Sprintf("airlock-999999999-5-%d-00", ns+1):               false, // a pid of another pid namespace
+		fmt.Sprintf("airlock-%d-%d-00", os.Getpid(), start+1):        false, // an older naming: not judged
+		"airlock-supervisor":     false,
+		"airlock-notours-at-all": false,
 	} {
 		if stale(name) != want {
 			t.Errorf("stale(%q) = %v", name, !want)
 		}
+	}
+}
+
+// A supervisor whose /proc entry cannot be read for any reason but its
+// absence is alive as far as reaping knows: its groups (and the
+// sandboxes in them) are kept. Reaping used to treat every read error as
+// "gone", and a supervisor whose read failed (under fault injection in
+// the CLI's tests) killed another one's running sandboxes.
+func TestStaleFailsClosed(t *testing.T) {
+	name := "airlock-4242-17-99-00"
+	for errName, c := range map[string]struct {
+		err  error
+		want bool
+	}{
+		"ENOENT": {unix.ENOENT, true},
+		"ESRCH":  {unix.ESRCH, true},
+		"EMFILE": {unix.EMFILE, false},
+		"EACCES": {unix.EACCES, false},
+		"EIO":    {unix.EIO, false},
+		"short":  {errors.New("short /proc/4242/stat"), false},
+	} {
+		start := func(pid int) (uint64, error) {
+			if pid != 4242 {
+				t.Fatalf("read pid %d", pid)
+			}
+			return 0, &os.PathError{Op: "open", Path: "/proc/4242/stat", Err: c.err}
+		}
+		if got := staleIn(name, 99, start); got != c.want {
+			t.Errorf("%s: stale = %v, want %v", errName, got, c.want)
+		}
+	}
+	alive := func(int) (uint64, error) { return 17, nil }
+	if staleIn(name, 99, alive) || !staleIn(name, 99, func(int) (uint64, error) { return 18, nil }) {
+		t.Error("start time comparison")
 	}
 }
 

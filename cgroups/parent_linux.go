@@ -249,14 +249,21 @@ func (p *Parent) New(lim Limits) (Group, error) {
 
 const namePrefix = "airlock-"
 
+// groupName names a run's group after its supervisor: pid, start time
+// and pid namespace (which the pid means something in), then random
+// bytes: "airlock-PID-START-PIDNS-RAND".
 func groupName() (string, error) {
 	start, err := startTime(os.Getpid())
 	if err != nil {
 		return "", err
 	}
+	ns, err := pidNS()
+	if err != nil {
+		return "", err
+	}
 	r := make([]byte, 8)
 	rand.Read(r)
-	return fmt.Sprintf("%s%d-%d-%s", namePrefix, os.Getpid(), start, hex.EncodeToString(r)), nil
+	return fmt.Sprintf("%s%d-%d-%d-%s", namePrefix, os.Getpid(), start, ns, hex.EncodeToString(r)), nil
 }
 
 // startTime is field 22 of /proc/PID/stat: the process's start time.
@@ -274,15 +281,46 @@ func startTime(pid int) (uint64, error) {
 	return strconv.ParseUint(f[19], 10, 64)
 }
 
-// stale reports whether a group name belongs to a supervisor that is gone.
-func stale(name string) bool {
-	var pid int
-	var start uint64
-	if _, err := fmt.Sscanf(strings.TrimPrefix(name, namePrefix), "%d-%d-", &pid, &start); err != nil {
-		return false // not ours
+// pidNS is the inode of this process's pid namespace.
+func pidNS() (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return 0, err
 	}
-	cur, err := startTime(pid)
-	return err != nil || cur != start
+	return st.Ino, nil
+}
+
+// stale reports whether a group name belongs to a supervisor that is
+// gone. It fails closed: reaping kills every process in the group, so a
+// group is stale only when its supervisor provably is not running: its
+// name is of this pid namespace, and its pid either does not exist
+// (ENOENT) or is another process (another start time). Any other
+// failure to read it (fds exhausted, a procfs of another namespace or
+// with hidepid, a transient error) keeps the group: a live supervisor's
+// sandboxes were killed that way.
+func stale(name string) bool {
+	ns, err := pidNS()
+	if err != nil {
+		return false
+	}
+	return staleIn(name, ns, startTime)
+}
+
+func staleIn(name string, ownNS uint64, startOf func(int) (uint64, error)) bool {
+	var pid int
+	var start, ns uint64
+	var rest string
+	if _, err := fmt.Sscanf(strings.TrimPrefix(name, namePrefix), "%d-%d-%d-%s", &pid, &start, &ns, &rest); err != nil {
+		return false // not ours, or of an older naming
+	}
+	if ns != ownNS || pid <= 0 {
+		return false // a pid of another namespace says nothing here
+	}
+	cur, err := startOf(pid)
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH)
+	}
+	return cur != start
 }
 
 // ReapStale kills and removes the groups of supervisors that died without
