@@ -253,17 +253,30 @@ const namePrefix = "airlock-"
 // and pid namespace (which the pid means something in), then random
 // bytes: "airlock-PID-START-PIDNS-RAND".
 func groupName() (string, error) {
-	start, err := startTime(os.Getpid())
-	if err != nil {
-		return "", err
-	}
-	ns, err := pidNS()
+	id, err := self()
 	if err != nil {
 		return "", err
 	}
 	r := make([]byte, 8)
 	rand.Read(r)
-	return fmt.Sprintf("%s%d-%d-%d-%s", namePrefix, os.Getpid(), start, ns, hex.EncodeToString(r)), nil
+	return fmt.Sprintf("%s%d-%d-%d-%s", namePrefix, id.pid, id.start, id.ns, hex.EncodeToString(r)), nil
+}
+
+// self is this process's identity in group names, read once: it does not
+// change while the process lives, and every run's group is named by it.
+var self = sync.OnceValues(func() (identity, error) {
+	id := identity{pid: os.Getpid()}
+	var err error
+	if id.start, err = startTime(id.pid); err != nil {
+		return id, err
+	}
+	id.ns, err = pidNS()
+	return id, err
+})
+
+type identity struct {
+	pid       int
+	start, ns uint64
 }
 
 // startTime is field 22 of /proc/PID/stat: the process's start time.
@@ -299,11 +312,11 @@ func pidNS() (uint64, error) {
 // with hidepid, a transient error) keeps the group: a live supervisor's
 // sandboxes were killed that way.
 func stale(name string) bool {
-	ns, err := pidNS()
+	id, err := self()
 	if err != nil {
 		return false
 	}
-	return staleIn(name, ns, startTime)
+	return staleIn(name, id.ns, startTime)
 }
 
 func staleIn(name string, ownNS uint64, startOf func(int) (uint64, error)) bool {

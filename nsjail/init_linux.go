@@ -173,12 +173,9 @@ func runInit(status *os.File) (err error) {
 // marks are the init's timing marks not reported yet (see initMarks).
 var marks = make([]int64, 0, 8)
 
-// mark takes the next timing mark: a vDSO clock read, no syscall.
-func mark() {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) // 0 if it failed: a gap, positions kept
-	marks = append(marks, ts.Nano())
-}
+// mark takes the next timing mark: a vDSO clock read, no syscall (0 if
+// it failed: a gap, positions kept).
+func mark() { marks = append(marks, monotonicNS()) }
 
 func takeMarks() []int64 {
 	m := marks
