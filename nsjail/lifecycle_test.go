@@ -86,8 +86,8 @@ func TestSupervisorDeathKillsSandbox(t *testing.T) {
 	}
 	// The dead supervisor could not remove its run's cgroup; the next
 	// supervisor to start reaps it.
-	parent, err := cgroups.Find("")
-	if err != nil {
+	parent, ok := testutil.Cgroups(t)
+	if !ok {
 		return // no cgroups here (rootless on v1): nothing to leave behind
 	}
 	stale := fmt.Sprintf("%s/airlock-%d-", parent.Dir(), cmd.Process.Pid)
@@ -226,11 +226,8 @@ func TestTimeoutDuringSetupIsAResult(t *testing.T) {
 	// Deterministic: the setup is held (the parent's attach by pid takes
 	// 300 ms), so the 1 µs timeout always lands in it.
 	t.Run("held-setup", func(t *testing.T) {
-		parent, err := cgroups.Find("")
-		if testutil.ExpectCgroups() {
-			testutil.RequireFeature(t, "a usable cgroup (root, or a delegated one)", err == nil)
-		}
-		if err != nil {
+		parent, ok := testutil.Cgroups(t)
+		if !ok {
 			t.Skip("no per-run cgroups here (rootless on cgroup v1): the held setup needs one")
 		}
 		g, err := parent.New(*spec.CgroupLimits)
@@ -274,11 +271,8 @@ func TestOutputLimitAfterExit(t *testing.T) {
 // files) and the program is that thread after exec.
 func TestProgramRunsInItsCgroup(t *testing.T) {
 	testutil.RequireUserNS(t)
-	parent, err := cgroups.Find("")
-	if testutil.ExpectCgroups() {
-		testutil.RequireFeature(t, "a usable cgroup (root, or a delegated one)", err == nil)
-	}
-	if err != nil {
+	parent, ok := testutil.Cgroups(t)
+	if !ok {
 		t.Skip("no per-run cgroups here (rootless on cgroup v1)")
 	}
 	m := marker()
@@ -359,11 +353,8 @@ func (statsFail) Stats() (cgroups.Stats, error) { return cgroups.Stats{}, os.Err
 // the result is the program's, and says what it lacks.
 func TestCgroupStatsFailAfterRun(t *testing.T) {
 	testutil.RequireUserNS(t)
-	parent, err := cgroups.Find("")
-	if testutil.ExpectCgroups() {
-		testutil.RequireFeature(t, "a usable cgroup (root, or a delegated one)", err == nil)
-	}
-	if err != nil {
+	parent, ok := testutil.Cgroups(t)
+	if !ok {
 		t.Skip("no per-run cgroups here (rootless on cgroup v1)")
 	}
 	ex, _ := executor.New(executor.Config{})

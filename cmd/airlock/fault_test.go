@@ -826,7 +826,7 @@ func (g selfMoveFails) SelfFiles() ([]*os.File, error) {
 func TestFaultCgroupPlacement(t *testing.T) {
 	testutil.RequireUserNS(t)
 	testutil.RequireBinary(t, "python3")
-	parent, ok := haveCgroups(t)
+	parent, ok := testutil.Cgroups(t)
 	if !ok {
 		t.Skip("no per-run cgroups here (rootless on cgroup v1)")
 	}

@@ -8,24 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 )
-
-// haveCgroups reports whether this process can make per-run cgroups, and
-// checks that the answer is the expected one for this host: as root on
-// cgroup v1 or v2, yes; rootless on v1, no.
-func haveCgroups(t *testing.T) (*cgroups.Parent, bool) {
-	t.Helper()
-	p, err := cgroups.Find("")
-	if testutil.ExpectCgroups() {
-		testutil.RequireFeature(t, "a usable cgroup (root, or a delegated one)", err == nil)
-	}
-	if os.Getuid() != 0 && cgroups.HostMode() != cgroups.Unified && err == nil {
-		t.Fatal("rootless on a cgroup v1 host, yet cgroups.Find succeeded")
-	}
-	return p, err == nil
-}
 
 const forkCount = `
 import os, sys, time, errno, threading
@@ -47,7 +31,7 @@ except (OSError, RuntimeError) as e:
 // --cpu-time budget holds across processes (I14). No group is left.
 func TestCgroupLimits(t *testing.T) {
 	testutil.RequireBinary(t, "python3")
-	parent, ok := haveCgroups(t)
+	parent, ok := testutil.Cgroups(t)
 	if !ok {
 		t.Skip("no usable cgroup here (rootless on cgroup v1): TestRootlessLimitsFailClosed covers it")
 	}
@@ -88,7 +72,7 @@ func TestCgroupLimits(t *testing.T) {
 // the defaults alone run under rlimits, reported.
 func TestRootlessLimitsFailClosed(t *testing.T) {
 	testutil.RequireBinary(t, "python3")
-	if _, ok := haveCgroups(t); ok {
+	if _, ok := testutil.Cgroups(t); ok {
 		t.Skip("cgroups usable here: TestCgroupLimits covers it")
 	}
 	for _, flag := range [][]string{{"--memory", "64MiB"}, {"--pids", "8"}, {"--cpus", "0.5"}} {

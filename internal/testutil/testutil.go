@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -36,6 +37,22 @@ func BinDir(t testing.TB) string {
 	d := os.Getenv(BinDirEnv)
 	RequireFeature(t, "prebuilt airlock binaries ("+BinDirEnv+", set by scripts/test)", d != "")
 	return d
+}
+
+// Cgroups reports whether this process can make per-run cgroups, and
+// checks that the answer is the expected one for this host: as root or
+// in a delegated cgroup, yes (else t fails under RequireAllEnv); rootless
+// on cgroup v1, no.
+func Cgroups(t testing.TB) (*cgroups.Parent, bool) {
+	t.Helper()
+	p, err := cgroups.Find("")
+	if ExpectCgroups() {
+		RequireFeature(t, "a usable cgroup (root, or a delegated one)", err == nil)
+	}
+	if os.Getuid() != 0 && cgroups.HostMode() != cgroups.Unified && err == nil {
+		t.Fatal("rootless on a cgroup v1 host, yet cgroups.Find succeeded")
+	}
+	return p, err == nil
 }
 
 // RequireFeature skips t when ok is false, or fails it under RequireAllEnv.
