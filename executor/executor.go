@@ -50,6 +50,13 @@ type Config struct {
 	// (README, Performance). Built with a build token (scripts/build), it
 	// refuses a caller built with another.
 	InitPath string
+	// SpawnPath is cmd/airlock-spawn (static C, built by scripts/build):
+	// with an InitPath, it creates each sandbox's namespaces, so this
+	// process is never forked. A fork copies the caller's page tables and
+	// makes it take a copy-on-write fault on each page it writes next: a
+	// cost that grows with the caller's memory (README, Performance).
+	// "" = this process forks the init itself.
+	SpawnPath string
 	// CgroupParent is the cgroup (a path as in /proc/self/cgroup) under
 	// which per-run cgroups are made. "" = discovered: this process's own
 	// cgroup, delegated on v2 (the process may move itself into a leaf,
@@ -471,6 +478,7 @@ func (e *Executor) baseSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, li
 		Stderr:       req.Stderr,
 		OutputLimit:  int64(p.MaxOutput),
 		InitPath:     e.cfg.InitPath,
+		SpawnPath:    e.cfg.SpawnPath,
 		Logger:       e.cfg.Logger,
 	}
 }

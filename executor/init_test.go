@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,14 +18,23 @@ import (
 // builds the same sandbox as the default one: the default policy's jail
 // and filter in force, a kill rule named through the listener it passes
 // back, a warm pool's prepared sandboxes; and an init built with another
-// build token refuses to start any program.
+// build token refuses to start any program. All of it forked by the
+// supervisor, and started by the spawn helper (Config.SpawnPath).
 func TestSeparateInit(t *testing.T) {
 	testutil.RequireUserNS(t)
 	bin := testutil.BinDir(t)
+	spawn := filepath.Join(bin, "airlock-spawn")
+	_, err := os.Stat(spawn)
+	testutil.RequireFeature(t, "the spawn helper built beside airlock (scripts/build, gcc)", err == nil)
+	t.Run("fork", func(t *testing.T) { separateInit(t, bin, "") })
+	t.Run("spawn", func(t *testing.T) { separateInit(t, bin, spawn) })
+}
+
+func separateInit(t *testing.T, bin, spawn string) {
 	work := testutil.WorldReadableDir(t)
 	pol := policy.Default()
 	pol.Timeout = policy.Duration(time.Minute)
-	ex, err := executor.New(executor.Config{WorkDir: work, InitPath: filepath.Join(bin, "airlock-init-plain"),
+	ex, err := executor.New(executor.Config{WorkDir: work, InitPath: filepath.Join(bin, "airlock-init-plain"), SpawnPath: spawn,
 		Pool: executor.PoolConfig{Size: 1, Policy: pol}})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +75,7 @@ func TestSeparateInit(t *testing.T) {
 		t.Errorf("kill rule: status %s, syscall %q, stdout %q", res.Status, res.SeccompSyscall, res.Stdout)
 	}
 
-	foreign, err := executor.New(executor.Config{WorkDir: work, InitPath: filepath.Join(bin, "airlock-init-other")})
+	foreign, err := executor.New(executor.Config{WorkDir: work, InitPath: filepath.Join(bin, "airlock-init-other"), SpawnPath: spawn})
 	if err != nil {
 		t.Fatal(err)
 	}

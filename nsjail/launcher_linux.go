@@ -36,6 +36,12 @@ type Sandbox struct {
 
 	exited  chan struct{} // closed once the init is reaped
 	waitErr error         // cmd.Wait's error, set before exited closes
+	// pid is the init's host pid. Forked by the supervisor, the init is
+	// cmd's process; started by the spawn helper (Spec.SpawnPath), cmd is
+	// the helper, and pidfd (-1 otherwise) the init's, for its kill; it is
+	// closed, under mu, once the helper is reaped.
+	pid   int
+	pidfd int
 
 	held   []*os.File // namespaces kept until the init is reaped (holdNamespaces)
 	placed bool       // in its cgroup from its start: born there (v2) or moves itself (v1)
@@ -195,7 +201,7 @@ func (s *Sandbox) launch() (*initChannels, error) {
 	s.start = time.Now()
 	s.startNS = monotonicNS()
 	err = s.startInit(specR, statusW, cgfd, tasks)
-	if cgfd >= 0 && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
+	if cgfd >= 0 && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.E2BIG)) {
 		s.placed = false
 		err = s.startInit(specR, statusW, -1, nil)
 	}
@@ -210,7 +216,7 @@ func (s *Sandbox) launch() (*initChannels, error) {
 		statusR.Close()
 		return nil, startError(err)
 	}
-	s.log.Debug("sandbox started", slog.Int("pid", s.cmd.Process.Pid))
+	s.log.Debug("sandbox started", slog.Int("pid", s.pid))
 	s.phase("launched")
 	return &initChannels{specW: specW, statusR: statusR}, nil
 }
@@ -256,7 +262,7 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 			cfg.Seccomp = s.spec.Seccomp
 		}
 		if place {
-			if err := s.spec.Cgroup.Add(s.cmd.Process.Pid); err != nil {
+			if err := s.spec.Cgroup.Add(s.pid); err != nil {
 				return s.setupFailed("cgroup placement", err)
 			}
 			place = false
@@ -272,7 +278,7 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	// namespace only then.
 	var placeErr error
 	if place {
-		placeErr = s.spec.Cgroup.Add(s.cmd.Process.Pid)
+		placeErr = s.spec.Cgroup.Add(s.pid)
 		s.phase("placed")
 	}
 	// An init that failed its setup (and so vanished before it could be
@@ -345,15 +351,36 @@ func (s *Sandbox) setupFailed(stage string, err error) error {
 
 // startInit starts the init on its supervising thread (see supervise).
 // tasks are the v1 tasks files it inherits from fd 5 (joinCgroupFD) on.
+// With a spawn helper (and an init binary: the helper cannot re-execute
+// the supervisor), the helper starts it.
 func (s *Sandbox) startInit(specR, statusW *os.File, cgroupFD int, tasks []*os.File) error {
-	s.cmd = s.command(specR, statusW)
+	s.cmd, s.pidfd = s.command(specR, statusW), -1
 	s.cmd.ExtraFiles = append(s.cmd.ExtraFiles, tasks...)
-	if cgroupFD >= 0 {
+	var report, helperEnd *os.File
+	if s.spec.SpawnPath != "" && s.spec.InitPath != "" && !s.spec.Process {
+		var err error
+		if report, helperEnd, err = socketPair(); err != nil {
+			return &policy.SetupError{Stage: "socketpair", Err: err}
+		}
+		defer report.Close()
+		defer helperEnd.Close()
+		var cgroup *os.File
+		if cgroupFD >= 0 {
+			// A copy the command owns (launch closes cgroupFD itself).
+			fd, err := unix.FcntlInt(uintptr(cgroupFD), unix.F_DUPFD_CLOEXEC, 0)
+			if err != nil {
+				return &policy.SetupError{Stage: "cgroup placement", Err: err}
+			}
+			cgroup = os.NewFile(uintptr(fd), "cgroup")
+			defer cgroup.Close()
+		}
+		s.cmd = s.spawnCommand(s.cmd, helperEnd, cgroup)
+	} else if cgroupFD >= 0 {
 		s.cmd.SysProcAttr.UseCgroupFD, s.cmd.SysProcAttr.CgroupFD = true, cgroupFD
 	}
 	s.exited = make(chan struct{})
 	started := make(chan error, 1)
-	go s.supervise(started)
+	go s.supervise(started, report, helperEnd)
 	return <-started
 }
 
@@ -405,15 +432,41 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 // Pdeathsig fires when the thread that forked the child exits, so the
 // thread must live exactly as long as the child (go.dev/issue/27505). The
 // goroutine returns while still locked, which ends the thread.
-func (s *Sandbox) supervise(started chan<- error) {
+//
+// With a spawn helper (report is its socket), the start is done once the
+// helper reports that the init was exec'd; a helper that failed is reaped
+// before its error is returned.
+func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File) {
 	runtime.LockOSThread()
 	if err := s.cmd.Start(); err != nil {
 		started <- err
 		close(s.exited)
 		return
 	}
+	s.pid = s.cmd.Process.Pid
+	if report != nil {
+		// Our copy of the helper's end goes now: if the helper dies, the
+		// read sees EOF.
+		helperEnd.Close()
+		pid, pidfd, err := readSpawnReport(report, s.spec.InitPath)
+		if err != nil {
+			s.cmd.Process.Kill()
+			s.cmd.Wait()
+			if errors.Is(err, errSpawnDied) {
+				err = fmt.Errorf("%w: %v", err, s.cmd.ProcessState)
+			}
+			started <- err
+			close(s.exited)
+			return
+		}
+		s.pid, s.pidfd = pid, pidfd
+	}
 	started <- nil
 	s.waitErr = s.cmd.Wait()
+	s.mu.Lock()
+	closeFD(s.pidfd)
+	s.pidfd = -1
+	s.mu.Unlock()
 	close(s.exited)
 	s.releaseNamespaces()
 }
@@ -427,7 +480,7 @@ func (s *Sandbox) supervise(started chan<- error) {
 func (s *Sandbox) holdNamespaces() {
 	var held []*os.File
 	for _, ns := range []string{"mnt", "net"} {
-		if f, err := os.Open(fmt.Sprintf("/proc/%d/ns/%s", s.cmd.Process.Pid, ns)); err == nil {
+		if f, err := os.Open(fmt.Sprintf("/proc/%d/ns/%s", s.pid, ns)); err == nil {
 			held = append(held, f)
 		}
 	}

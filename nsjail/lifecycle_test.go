@@ -64,12 +64,22 @@ func TestTimeoutKillsWholeTree(t *testing.T) {
 	}
 }
 
-// J02/L03: SIGKILL of the supervisor mid-run leaves no sandbox process.
+// J02/L03: SIGKILL of the supervisor mid-run leaves no sandbox process,
+// whether the supervisor forked the init or the spawn helper started it
+// (the helper dies with the supervisor, the init with the helper).
 func TestSupervisorDeathKillsSandbox(t *testing.T) {
 	testutil.RequireUserNS(t)
+	t.Run("fork", func(t *testing.T) { supervisorDeath(t, nil) })
+	t.Run("spawn", func(t *testing.T) {
+		cfg := launchers(t)["spawn"]
+		supervisorDeath(t, []string{initPathEnv + "=" + cfg.InitPath, spawnPathEnv + "=" + cfg.SpawnPath})
+	})
+}
+
+func supervisorDeath(t *testing.T, env []string) {
 	m := marker()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), supervisorEnv+"=sleep "+m)
+	cmd.Env = append(append(os.Environ(), supervisorEnv+"=sleep "+m), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

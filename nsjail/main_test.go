@@ -19,6 +19,10 @@ import (
 // the tests that kill or measure the supervisor from outside.
 const supervisorEnv = "AIRLOCK_TEST_SUPERVISOR"
 
+// initPathEnv and spawnPathEnv set that supervisor's Config.InitPath and
+// Config.SpawnPath.
+const initPathEnv, spawnPathEnv = "AIRLOCK_TEST_INIT_PATH", "AIRLOCK_TEST_SPAWN_PATH"
+
 func TestMain(m *testing.M) {
 	nsjail.Init()
 	if args := os.Getenv(supervisorEnv); args != "" {
@@ -35,7 +39,7 @@ func superviseForTest(args []string) int {
 	if c, err := strconv.ParseInt(os.Getenv("AIRLOCK_TEST_CAP"), 10, 64); err == nil {
 		p.MaxOutput = policy.Size(c)
 	}
-	ex, _ := executor.New(executor.Config{})
+	ex, _ := executor.New(executor.Config{InitPath: os.Getenv(initPathEnv), SpawnPath: os.Getenv(spawnPathEnv)})
 	res, err := ex.Execute(context.Background(), executor.Request{Args: args, Policy: p})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -130,7 +130,7 @@ func SameFilter(a, b *seccomp.Filter) bool {
 func SameJail(a, b *Spec) bool {
 	return !a.Process && !b.Process && reflect.DeepEqual(a.Plan, b.Plan) && a.HostNetwork == b.HostNetwork &&
 		or(a.Hostname, "airlock") == or(b.Hostname, "airlock") && a.HostUID == b.HostUID && a.HostGID == b.HostGID &&
-		reflect.DeepEqual(a.CgroupLimits, b.CgroupLimits) && a.InitPath == b.InitPath
+		reflect.DeepEqual(a.CgroupLimits, b.CgroupLimits) && a.InitPath == b.InitPath && a.SpawnPath == b.SpawnPath
 }
 
 var errUsed = policy.Invalid("prepared sandbox", "already used or closed: a prepared sandbox runs one program")

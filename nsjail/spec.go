@@ -71,6 +71,11 @@ type Spec struct {
 	// a binary, cgo-free; it refuses a parent with another build token
 	// (see buildToken).
 	InitPath string
+	// SpawnPath is cmd/airlock-spawn, which then creates the init's
+	// namespaces instead of a fork of the supervisor (whose cost grows
+	// with the supervisor's memory); used with an InitPath only (the
+	// helper cannot re-execute the supervisor). "" = the supervisor forks.
+	SpawnPath string
 	// Logger receives lifecycle events (never payload data). nil = none.
 	Logger *slog.Logger
 }

@@ -146,7 +146,7 @@ func (s *Sandbox) watchNotify(fd int) {
 }
 
 // Pid returns the host pid of the sandbox's init (its pid 1).
-func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }
+func (s *Sandbox) Pid() int { return s.pid }
 
 // Kill kills the sandbox and everything in it: SIGKILL to its pid 1 takes
 // the whole pid namespace down, double-forked and setsid'd processes
@@ -174,8 +174,13 @@ func (s *Sandbox) kill(reason Status) error {
 			s.reason = reason
 		}
 	}
-	err := s.cmd.Process.Kill()
-	if errors.Is(err, os.ErrProcessDone) {
+	var err error
+	if s.pidfd >= 0 {
+		// The init, not its spawn helper: the helper then ends as it did.
+		if err = unix.PidfdSendSignal(s.pidfd, unix.SIGKILL, nil, 0); errors.Is(err, unix.ESRCH) {
+			return nil
+		}
+	} else if err = s.cmd.Process.Kill(); errors.Is(err, os.ErrProcessDone) {
 		return nil
 	}
 	if s.reason == "" {
@@ -257,7 +262,7 @@ func (s *Sandbox) Wait() (*Result, error) {
 		res.Signal = unix.SignalName(ws.Signal())
 	}
 	s.phase("result")
-	s.log.Debug("sandbox ended", slog.Int("pid", s.cmd.Process.Pid), slog.String("status", string(res.Status)))
+	s.log.Debug("sandbox ended", slog.Int("pid", s.pid), slog.String("status", string(res.Status)))
 	return res, nil
 }
 

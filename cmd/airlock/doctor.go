@@ -66,7 +66,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 // them).
 func dryRun() probe.Check {
 	c := probe.Check{Name: "sandbox dry run", Needed: true}
-	ex, err := executor.New(executor.Config{InitPath: initPath()})
+	ex, err := executor.New(executor.Config{InitPath: initPath(), SpawnPath: spawnPath()})
 	if err != nil {
 		c.Detail = err.Error()
 		return c

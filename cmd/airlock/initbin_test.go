@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,21 +14,32 @@ import (
 )
 
 // The airlock CLI made by scripts/build runs its sandboxes with the
-// airlock-init beside it: paired, the run is the default policy's; with
-// an init of another build there, nothing runs and the error names the
-// fix; with none there, airlock re-executes itself.
+// airlock-init beside it, started by the airlock-spawn beside it: paired,
+// the run is the default policy's (with or without the helper); with an
+// init of another build there, nothing runs and the error names the fix;
+// with none there, airlock re-executes itself; and it is that helper that
+// starts them (a broken one there fails the run).
 func TestSiblingInit(t *testing.T) {
 	testutil.RequireUserNS(t)
 	bin := testutil.BinDir(t)
 	layouts := map[string]map[string]string{ // file in dir -> built binary
-		"paired":  {"airlock": "airlock", "airlock-init": "airlock-init"},
-		"foreign": {"airlock": "airlock", "airlock-init": "airlock-init-other"},
-		"alone":   {"airlock": "airlock"},
+		"paired":        {"airlock": "airlock", "airlock-init": "airlock-init", "airlock-spawn": "airlock-spawn"},
+		"no helper":     {"airlock": "airlock", "airlock-init": "airlock-init"},
+		"foreign":       {"airlock": "airlock", "airlock-init": "airlock-init-other", "airlock-spawn": "airlock-spawn"},
+		"alone":         {"airlock": "airlock"},
+		"helper only":   {"airlock": "airlock", "airlock-spawn": "airlock-spawn"},
+		"broken helper": {"airlock": "airlock", "airlock-init": "airlock-init", "airlock-spawn": ""},
 	}
 	for name, files := range layouts {
 		t.Run(name, func(t *testing.T) {
 			dir := testutil.WorldReadableDir(t) // as root the init runs as uid 65534
 			for dst, src := range files {
+				if src == "" { // a helper that reports nothing
+					if err := os.WriteFile(filepath.Join(dir, dst), []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
 				if err := copyFile(filepath.Join(dir, dst), filepath.Join(bin, src)); err != nil {
 					t.Fatal(err)
 				}
@@ -39,6 +51,13 @@ func TestSiblingInit(t *testing.T) {
 			err := cmd.Run()
 			var res nsjail.Result
 			_ = json.Unmarshal(out.Bytes(), &res)
+			if name == "broken helper" {
+				if cmd.ProcessState.ExitCode() != exitSetup || res.Status != nsjail.StatusSetupError || strings.Contains(res.Stdout, "RAN") ||
+					!strings.Contains(errb.String(), "spawn helper ended without a report") {
+					t.Errorf("broken helper: %v, result %+v, stderr %q", err, res, errb.String())
+				}
+				return
+			}
 			if name == "foreign" {
 				if cmd.ProcessState.ExitCode() != exitSetup || res.Status != nsjail.StatusSetupError || strings.Contains(res.Stdout, "RAN") ||
 					!strings.Contains(res.Error, "init binary") || !strings.Contains(errb.String(), "scripts/build") {

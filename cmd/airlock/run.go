@@ -195,7 +195,7 @@ func runRequest(req executor.Request, asJSON bool, stdout, stderr io.Writer) int
 	if !asJSON {
 		req.Stdout, req.Stderr = stdout, stderr
 	}
-	ex, err := executor.New(executor.Config{SeccompCacheDir: cacheDir(), InitPath: initPath()})
+	ex, err := executor.New(executor.Config{SeccompCacheDir: cacheDir(), InitPath: initPath(), SpawnPath: spawnPath()})
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return exitSetup
@@ -232,6 +232,24 @@ func initPath() string {
 		return ""
 	}
 	p := filepath.Join(filepath.Dir(exe), "airlock-init")
+	if unix.Access(p, unix.X_OK) != nil {
+		return ""
+	}
+	return p
+}
+
+// spawnPath is the spawn helper beside this binary (scripts/build makes
+// it: cmd/airlock-spawn), used with airlock-init; "" = airlock forks the
+// init itself.
+func spawnPath() string {
+	if initPath() == "" {
+		return ""
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	p := filepath.Join(filepath.Dir(exe), "airlock-spawn")
 	if unix.Access(p, unix.X_OK) != nil {
 		return ""
 	}

@@ -1,0 +1,372 @@
+// airlock-spawn starts a sandbox init in fresh namespaces on behalf of a
+// Go supervisor (nsjail.Spec.SpawnPath), so that the supervisor never
+// forks itself.
+//
+// Why it exists: Go can only create a user namespace with a real fork
+// (clone without CLONE_VM: the parent must write the child's uid map
+// before the child execs, which a vfork cannot wait for). That fork copies
+// the supervisor's page tables and write-protects its whole heap, and the
+// supervisor then takes a copy-on-write fault, with a TLB shootdown, on
+// every page it writes next. The cost grows with the supervisor's memory:
+// 1.5 ms per sandbox for a small supervisor, 8 ms with a 200 MiB heap
+// (README, Performance). Go starts this static, libc-free helper with a
+// vfork instead (no namespace flags), and the helper, a few pages in
+// size, does the namespace fork.
+//
+// It is a parent that does nothing but wait: it never reads or runs what
+// the sandbox does, and once the init is cloned it holds none of its fds.
+//
+//	airlock-spawn CLONEFLAGS UID GID CGROUPFD REPORTFD INIT ARG0
+//
+// CLONEFLAGS: the namespaces (decimal); UID and GID: the host ids the
+// sandbox's root maps to (one id each, as Go's UidMappings would write);
+// CGROUPFD: a cgroup v2 directory the init is born in (CLONE_INTO_CGROUP),
+// or -1; REPORTFD: a unix socket on which the helper reports, once, that
+// the init was exec'd (its pid, and a pidfd as SCM_RIGHTS), or the step
+// that failed and its errno. INIT is exec'd with argv {ARG0} and the
+// helper's own environment; every other fd the helper was given (the
+// init's channels) is the init's too, except CGROUPFD and REPORTFD.
+//
+// The helper then waits for the init and ends as it did: the same exit
+// code, or killed by the same signal; its rusage includes the init's.
+// Ordering, and who dies with whom:
+//   - the helper dies with the supervisor's thread (Pdeathsig, set by Go);
+//   - the init sets PR_SET_PDEATHSIG(SIGKILL) once it is the namespace's
+//     root (a uid change clears it), acks, and execs only on the helper's
+//     answer: a helper that died before it answered is EOF (the init
+//     exits), one that dies after kills the init;
+//   - the init is pid 1 of its pid namespace: its death kills the rest.
+//
+// Built by scripts/build with gcc -static -nostdlib (no C runtime: a
+// static glibc's start-up costs more than this whole helper's work).
+// x86_64 and aarch64; elsewhere the supervisor forks as before.
+
+#include <asm/unistd.h>
+#include <linux/fcntl.h>
+#include <linux/prctl.h>
+#include <linux/resource.h>
+#include <linux/sched.h>
+#include <linux/signal.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+// Steps, as reported (nsjail/spawn_linux.go names them).
+enum { STEP_OK, STEP_ARGS, STEP_CLONE, STEP_UID_MAP, STEP_SETGROUPS, STEP_GID_MAP, STEP_SYNC, STEP_CREDENTIALS, STEP_EXEC };
+
+#if defined(__x86_64__)
+static long sys6(long n, long a, long b, long c, long d, long e, long f) {
+	long ret;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	__asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9) : "rcx", "r11", "memory");
+	return ret;
+}
+__asm__(".text\n.global _start\n_start:\n"
+	"  xor %rbp, %rbp\n"
+	"  mov %rsp, %rdi\n"
+	"  and $-16, %rsp\n"
+	"  call start\n"
+	"  hlt\n");
+#elif defined(__aarch64__)
+static long sys6(long n, long a, long b, long c, long d, long e, long f) {
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	register long x5 __asm__("x5") = f;
+	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory", "cc");
+	return x0;
+}
+__asm__(".text\n.global _start\n_start:\n"
+	"  mov x29, #0\n"
+	"  mov x30, #0\n"
+	"  mov x0, sp\n"
+	"  and sp, x0, #-16\n"
+	"  bl start\n"
+	"  brk #0\n");
+#else
+#error "airlock-spawn: x86_64 and aarch64 only"
+#endif
+
+#define SYS(n, a, b, c) sys6(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
+
+static void __attribute__((noreturn)) quit(int code) {
+	for (;;)
+		SYS(__NR_exit_group, code, 0, 0);
+}
+
+// num parses a decimal (optionally negative) argument; -2 marks garbage.
+static long num(const char *s) {
+	long n = 0, neg = 0;
+	if (*s == '-')
+		neg = 1, s++;
+	if (!*s)
+		return -2;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || n > (1L << 40))
+			return -2;
+		n = n * 10 + (*s - '0');
+	}
+	return neg ? -n : n;
+}
+
+static char *put(char *p, const char *s) {
+	while (*s)
+		*p++ = *s++;
+	return p;
+}
+
+static char *putnum(char *p, unsigned long v) {
+	char t[24];
+	int n = 0;
+	do
+		t[n++] = '0' + v % 10;
+	while (v /= 10);
+	while (n)
+		*p++ = t[--n];
+	return p;
+}
+
+struct report {
+	__s32 step, err, pid;
+};
+
+static int reportfd = -1;
+
+// report sends the one report; with a pidfd (success), as SCM_RIGHTS.
+static void report(int step, long err, int pid, int pidfd) {
+	struct report r = {step, (__s32)-err, pid};
+	struct {
+		unsigned long len;
+		int level, type;
+		int fd;
+	} __attribute__((aligned(8))) cm = {sizeof(unsigned long) + 2 * sizeof(int) + sizeof(int), 1 /* SOL_SOCKET */, 1 /* SCM_RIGHTS */, pidfd};
+	struct {
+		void *base;
+		unsigned long len;
+	} iov = {&r, sizeof r};
+	struct {
+		void *name;
+		int namelen;
+		void *iov;
+		unsigned long iovlen;
+		void *control;
+		unsigned long controllen;
+		int flags;
+	} msg = {0, 0, &iov, 1, pidfd >= 0 ? &cm : 0, pidfd >= 0 ? sizeof cm : 0, 0};
+	SYS(__NR_sendmsg, reportfd, &msg, 0x4000 /* MSG_NOSIGNAL */);
+}
+
+static void __attribute__((noreturn)) fail(int step, long err) {
+	report(step, err, 0, -1);
+	quit(126);
+}
+
+// writeProc writes "0 ID 1\n" (or text) to /proc/PID/name.
+static long writeProc(int pid, const char *name, const char *text, long id) {
+	char path[64], buf[32], *p = path, *b = buf;
+	p = put(put(putnum(put(p, "/proc/"), pid), "/"), name);
+	*p = 0;
+	if (text)
+		b = put(b, text);
+	else
+		b = put(putnum(put(b, "0 "), id), " 1\n");
+	long fd = SYS(__NR_openat, -100 /* AT_FDCWD */, path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fd;
+	long n = SYS(__NR_write, fd, buf, b - buf);
+	SYS(__NR_close, fd, 0, 0);
+	return n < 0 ? n : n == b - buf ? 0 : -5 /* EIO */;
+}
+
+// child runs in the new namespaces: it waits for its uid map, becomes the
+// namespace's root, and execs the init. A failure goes to errp as
+// {step, errno} (the exec closes errp on success: O_CLOEXEC).
+static long readByte(int fd) {
+	char c;
+	long r;
+	do
+		r = SYS(__NR_read, fd, &c, 1);
+	while (r == -4 /* EINTR */);
+	return r;
+}
+
+static void __attribute__((noreturn)) child(int syncr, int errp, const char *init, char **argv, char **envp) {
+	long r;
+	int step = STEP_CREDENTIALS;
+	__s32 e[2] = {STEP_OK, 0};
+	// 1. The maps are written.
+	if (readByte(syncr) != 1)
+		quit(125); // the helper failed (it reports) or died (so do we)
+	// A session of its own (no controlling tty, so no TIOCSTI into the
+	// caller's terminal); then root of the namespace, or the exec drops
+	// every capability (an unmapped uid is not root).
+	if ((r = SYS(__NR_setsid, 0, 0, 0)) < 0 || (r = SYS(__NR_setresgid, 0, 0, 0)) < 0 || (r = SYS(__NR_setresuid, 0, 0, 0)) < 0)
+		goto out;
+	// 2. Death with the helper: only after the uid change, which clears
+	// it. getppid cannot tell whether the helper died before (in a new
+	// pid namespace it is 0 either way), so: ack, and wait for the
+	// helper's second byte; a helper that died before it is EOF here, one
+	// that dies after it kills us.
+	step = STEP_SYNC;
+	if ((r = SYS(__NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0)) < 0 || (r = SYS(__NR_write, errp, e, sizeof e)) != sizeof e)
+		goto out;
+	if (readByte(syncr) != 1)
+		quit(125);
+	step = STEP_EXEC;
+	r = SYS(__NR_execve, init, argv, envp);
+out:
+	e[0] = step;
+	e[1] = (__s32)-r;
+	SYS(__NR_write, errp, e, sizeof e);
+	quit(127);
+}
+
+struct clone_args3 {
+	__u64 flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup;
+};
+
+void start(long *sp) {
+	int argc = (int)sp[0];
+	char **argv = (char **)(sp + 1), **envp = argv + argc + 1;
+	if (argc != 8)
+		quit(126); // no report fd to speak on: the supervisor sees the exit
+	long flags = num(argv[1]), uid = num(argv[2]), gid = num(argv[3]), cgfd = num(argv[4]);
+	long rfd = num(argv[5]);
+	if (rfd < 3 || rfd > 65535)
+		quit(126);
+	reportfd = (int)rfd;
+	if (flags <= 0 || uid < 0 || gid < 0 || cgfd < -1 || cgfd > 65535 || (flags & ~(long)(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)) != 0)
+		fail(STEP_ARGS, -22 /* EINVAL */);
+	// Neither the report socket nor the cgroup directory reaches the init,
+	// nor any fd past them: one the supervisor's own caller leaked to it
+	// (Go passes on every fd not marked close-on-exec).
+	SYS(__NR_fcntl, reportfd, F_SETFD, FD_CLOEXEC);
+	if (cgfd >= 0)
+		SYS(__NR_fcntl, cgfd, F_SETFD, FD_CLOEXEC);
+	int last = reportfd > cgfd ? reportfd : (int)cgfd;
+	if (SYS(__NR_close_range, last + 1, ~0U, 0) < 0) {
+		struct rlimit nofile;
+		if (sys6(__NR_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&nofile, 0, 0) < 0 || nofile.rlim_cur > (1 << 20))
+			nofile.rlim_cur = 1 << 20;
+		for (unsigned long fd = last + 1; fd < nofile.rlim_cur; fd++)
+			SYS(__NR_close, fd, 0, 0);
+	}
+
+	int syncp[2], errp[2];
+	long r;
+	if ((r = SYS(__NR_pipe2, syncp, O_CLOEXEC, 0)) < 0 || (r = SYS(__NR_pipe2, errp, O_CLOEXEC, 0)) < 0)
+		fail(STEP_CLONE, r);
+
+	int pidfd = -1;
+	long pid;
+	if (cgfd >= 0) {
+		// Born in its cgroup: not even its own setup escapes the limits.
+		struct clone_args3 ca = {0};
+		ca.flags = (__u64)flags | CLONE_PIDFD | CLONE_INTO_CGROUP;
+		ca.pidfd = (__u64)(unsigned long)&pidfd;
+		ca.exit_signal = SIGCHLD;
+		ca.cgroup = (__u64)cgfd;
+		pid = SYS(__NR_clone3, &ca, sizeof ca, 0);
+	} else {
+		// clone(flags, stack, parent_tid, ...): with CLONE_PIDFD the pidfd
+		// is stored at parent_tid, on both architectures.
+		pid = SYS(__NR_clone, flags | CLONE_PIDFD | SIGCHLD, 0, &pidfd);
+	}
+	if (pid < 0)
+		fail(STEP_CLONE, pid);
+	if (pid == 0) {
+		SYS(__NR_close, syncp[1], 0, 0);
+		SYS(__NR_close, errp[0], 0, 0);
+		child(syncp[0], errp[1], argv[6], argv + 7, envp);
+	}
+	// The helper keeps nothing of the sandbox: not its stdio, channels or
+	// tasks files (the init has its own copies; a pipe whose reader died
+	// must break for the supervisor), nor the cgroup directory. Those are
+	// fds 0 to the highest argument fd; the pipes were made after them.
+	// (syncp[0] stays open here until the child is done with it: a write
+	// to a pipe without a reader would kill us with SIGPIPE.)
+	SYS(__NR_close, errp[1], 0, 0);
+	for (int fd = 0; fd <= last; fd++)
+		if (fd != reportfd)
+			SYS(__NR_close, fd, 0, 0);
+
+	// The maps, as the parent namespace's owner: root of the sandbox is
+	// the one host id (setgroups denied first, as an unprivileged writer
+	// must and as Go does).
+	int step = STEP_UID_MAP;
+	if ((r = writeProc(pid, "uid_map", 0, uid)) == 0) {
+		step = STEP_SETGROUPS;
+		if ((r = writeProc(pid, "setgroups", "deny", 0)) == 0) {
+			step = STEP_GID_MAP;
+			r = writeProc(pid, "gid_map", 0, gid);
+		}
+	}
+	if (r < 0) {
+		// The init is blocked in its read: it goes, then we report.
+		SYS(__NR_close, syncp[1], 0, 0);
+		sys6(__NR_wait4, pid, 0, __WALL, 0, 0, 0);
+		fail(step, r);
+	}
+	// The child's two steps (see child): maps written; then, once it
+	// acks that it dies with us, go on to the exec. Then EOF on errp: the
+	// exec happened (errp is close-on-exec); else why it did not.
+	__s32 e[2];
+	int acked = 0;
+	if ((r = SYS(__NR_write, syncp[1], "x", 1)) != 1)
+		goto failed;
+	for (;;) {
+		do
+			r = SYS(__NR_read, errp[0], e, sizeof e);
+		while (r == -4);
+		if (r != sizeof e || e[0] != STEP_OK || acked)
+			break;
+		acked = 1;
+		if ((r = SYS(__NR_write, syncp[1], "x", 1)) != 1)
+			goto failed;
+	}
+	if (r == 0 && acked)
+		goto exec;
+failed:
+	SYS(__NR_close, syncp[1], 0, 0); // a child still waiting sees EOF
+	sys6(__NR_wait4, pid, 0, __WALL, 0, 0, 0);
+	if (r == sizeof e && e[0] != STEP_OK)
+		fail(e[0], -(long)e[1]);
+	fail(STEP_SYNC, r < 0 ? r : -5 /* EIO */);
+exec:
+	SYS(__NR_close, syncp[0], 0, 0);
+	SYS(__NR_close, syncp[1], 0, 0);
+	SYS(__NR_close, errp[0], 0, 0);
+	report(STEP_OK, 0, (int)pid, pidfd);
+	SYS(__NR_close, reportfd, 0, 0);
+	SYS(__NR_close, pidfd, 0, 0);
+
+	// Wait, and end as the init ended. The rusage of our wait4 (Go's) then
+	// covers the init's, since we reaped it.
+	int st = 0;
+	do
+		r = sys6(__NR_wait4, pid, (long)&st, __WALL, 0, 0, 0);
+	while (r == -4);
+	if (r < 0)
+		quit(126);
+	if ((st & 0x7f) == 0)
+		quit((st >> 8) & 0xff);
+	int sig = st & 0x7f;
+	// Killed by sig: die by it too, without a core file.
+	struct rlimit no = {0, 0};
+	sys6(__NR_prlimit64, 0, RLIMIT_CORE, (long)&no, 0, 0, 0);
+	unsigned long none = 0;
+	sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof none, 0, 0);
+	SYS(__NR_kill, SYS(__NR_getpid, 0, 0, 0), sig, 0);
+	quit(128 + sig);
+}
