@@ -2,9 +2,11 @@ package executor_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -36,7 +38,9 @@ func BenchmarkExecute(b *testing.B) {
 	phases := &phaseLog{}
 	// AIRLOCK_BENCH_INIT: the cold runs' init, e.g. a cgo-free one built
 	// by `CGO_ENABLED=0 go build ./cmd/airlock-init`; "" = this binary.
-	cold, err := executor.New(executor.Config{WorkDir: work, Logger: slog.New(phases), InitPath: os.Getenv("AIRLOCK_BENCH_INIT")})
+	// AIRLOCK_BENCH_SPAWN: with it, the spawn helper that starts it.
+	cold, err := executor.New(executor.Config{WorkDir: work, Logger: slog.New(phases), InitPath: os.Getenv("AIRLOCK_BENCH_INIT"),
+		SpawnPath: os.Getenv("AIRLOCK_BENCH_SPAWN")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -141,4 +145,68 @@ func (h *phaseLog) Handle(_ context.Context, r slog.Record) error {
 	h.at[name] = append(h.at[name], d)
 	h.mu.Unlock()
 	return nil
+}
+
+// BenchmarkSupervisorHeap measures a cold Execute of /bin/true against
+// the supervisor's memory: with no ballast and with 256 MiB of touched
+// heap, the init forked by this process (Go's clone copies its page
+// tables) or started by the spawn helper (cmd/airlock-spawn, no fork of
+// this process). Medians in ms. It needs a cgo-free init and the helper:
+//
+//	scripts/build /tmp/b/airlock && CGO_ENABLED=0 go build -o /tmp/b/lib-init ./cmd/airlock-init
+//	AIRLOCK_BENCH_INIT=/tmp/b/lib-init AIRLOCK_BENCH_SPAWN=/tmp/b/airlock-spawn \
+//	  go test -run '^$' -bench SupervisorHeap -benchtime 100x ./executor
+func BenchmarkSupervisorHeap(b *testing.B) {
+	testutil.RequireUserNS(b)
+	initPath, spawnPath := os.Getenv("AIRLOCK_BENCH_INIT"), os.Getenv("AIRLOCK_BENCH_SPAWN")
+	if initPath == "" || spawnPath == "" {
+		b.Skip("needs AIRLOCK_BENCH_INIT (a cgo-free init) and AIRLOCK_BENCH_SPAWN (airlock-spawn)")
+	}
+	work := testutil.WorldReadableDir(b)
+	req := executor.Request{Args: []string{"/bin/true"}, Policy: policy.Default()}
+	launchers := []struct {
+		name string
+		cfg  executor.Config
+	}{
+		{"fork", executor.Config{WorkDir: work, InitPath: initPath}},
+		{"spawn", executor.Config{WorkDir: work, InitPath: initPath, SpawnPath: spawnPath}},
+	}
+	var exs []*executor.Executor
+	for _, l := range launchers {
+		ex, err := executor.New(l.cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ex.Close()
+		exs = append(exs, ex)
+	}
+	times := map[string][]time.Duration{}
+	var ballast [][]byte
+	for _, mib := range []int{0, 256} {
+		for len(ballast) < mib {
+			chunk := make([]byte, 1<<20)
+			for i := range chunk {
+				chunk[i] = 1
+			}
+			ballast = append(ballast, chunk)
+		}
+		for range b.N {
+			for i, ex := range exs {
+				t0 := time.Now()
+				res, err := ex.Execute(b.Context(), req)
+				d := time.Since(t0)
+				if err != nil || res.Status != nsjail.StatusOK {
+					b.Fatalf("%v %+v", err, res)
+				}
+				key := fmt.Sprintf("heap%dMiB-%s-ms", mib, launchers[i].name)
+				times[key] = append(times[key], d)
+			}
+		}
+	}
+	runtime.KeepAlive(ballast)
+	for k, d := range times {
+		slices.Sort(d)
+		b.ReportMetric(float64(d[len(d)/2])/1e6, k)
+	}
+	b.ReportMetric(0, "ns/op")
 }

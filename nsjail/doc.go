@@ -19,10 +19,18 @@
 // Every binary that starts sandboxes must call Init first thing in main
 // (and in TestMain); it returns at once in an ordinary process.
 //
+// With Spec.SpawnPath (and an InitPath), the supervisor does not fork
+// itself: Go vforks the spawn helper (cmd/airlock-spawn, static C), which
+// clones the init with those namespaces, writes its id maps, reports its
+// pid and a pidfd once it was exec'd (spawn_linux.go), waits for it and
+// ends as it ended. A fork of a Go supervisor copies its page tables and
+// makes it take copy-on-write faults: a cost that grows with its memory.
+//
 // # Supervision
 //
-// The init is started from a goroutine locked to its OS thread, with
-// Pdeathsig SIGKILL: the sandbox dies when its supervisor dies. The
+// The init (or its helper) is started from a goroutine locked to its OS
+// thread, with Pdeathsig SIGKILL: the sandbox dies when its supervisor
+// dies (a helper's init dies with the helper). The
 // supervisor kills the sandbox through a pidfd at the wall-clock timeout,
 // when a captured stream passes its cap, or when the context ends; killing
 // the sandbox's pid 1 takes the whole pid namespace with it. Wait returns

@@ -11,7 +11,9 @@ import (
 //	-------------------                          -----------------------
 //	clone(user,pid,net,mnt,ipc,uts) + uid/gid maps
 //	  (cgroup v2: born in the run's cgroup;
-//	   cgroup v1: fds 5.. = its tasks files)
+//	   cgroup v1: fds 5.. = its tasks files;
+//	   with a spawn helper, the helper does the
+//	   clone, maps and exec: spawn_linux.go)
 //	exec /proc/self/exe (or InitPath),   ----->  Init(): lock OS thread;
 //	  env = {initEnv, buildEnv}                  refuse another build's token
 //	fd 3: write initConfig (wire.go)    ----->  read it

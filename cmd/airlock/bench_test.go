@@ -31,6 +31,9 @@ const (
 	// benchInitEnv: a cgo-free init built without a build token, for the
 	// library rows (scripts/bench sets it).
 	benchInitEnv = "AIRLOCK_BENCH_INIT"
+	// benchSpawnEnv: the spawn helper (cmd/airlock-spawn) for the library
+	// rows with benchInitEnv's init.
+	benchSpawnEnv = "AIRLOCK_BENCH_SPAWN"
 	// benchTableEnv names the file the markdown table is written to;
 	// without it the table goes to the benchmark log.
 	benchTableEnv = "AIRLOCK_BENCH_TABLE"
@@ -226,7 +229,14 @@ func BenchmarkColdStart(b *testing.B) {
 	}
 	defer coldEx.Close()
 	const poolSize = 2
-	warmEx, err := executor.New(executor.Config{WorkDir: work, Pool: executor.PoolConfig{Size: poolSize, Refill: 2, Policy: policy.Default()}})
+	// The pool is a daemon's: with airlock-init and the spawn helper when
+	// scripts/bench built them.
+	initPath, spawnPath := os.Getenv(benchInitEnv), ""
+	if initPath != "" {
+		spawnPath = os.Getenv(benchSpawnEnv)
+	}
+	warmEx, err := executor.New(executor.Config{WorkDir: work, InitPath: initPath, SpawnPath: spawnPath,
+		Pool: executor.PoolConfig{Size: poolSize, Refill: 2, Policy: policy.Default()}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -243,6 +253,16 @@ func BenchmarkColdStart(b *testing.B) {
 		defer initEx.Close()
 		rows = append(rows, executeRow("airlock Execute, cold, airlock-init", "execute-cold-init", initEx))
 		rows[len(rows)-1].required = true
+		// And started by the spawn helper: no fork of this process.
+		if spawnPath != "" {
+			spawnEx, err := executor.New(executor.Config{WorkDir: work, InitPath: initPath, SpawnPath: spawnPath})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer spawnEx.Close()
+			rows = append(rows, executeRow("airlock Execute, cold, airlock-init + airlock-spawn", "execute-cold-spawn", spawnEx))
+			rows[len(rows)-1].required = true
+		}
 	}
 	rows = append(rows, executeRow("airlock Execute, warm pool", "execute-warm", warmEx))
 	rows[len(rows)-1].before = func() {
