@@ -88,6 +88,7 @@ type Executor struct {
 	nsErr   error           // why the namespace jail cannot run here, if it cannot
 	cgroups *cgroups.Parent // where per-run cgroups go; nil = none usable
 	cgErr   error           // why not, when cgroups is nil
+	groups  *groups         // cold runs' groups: a spare made ahead, removals in the background
 
 	langs map[string]Language // installed languages, by name and alias
 	pool  *pool               // prepared sandboxes; nil = none
@@ -128,6 +129,7 @@ func New(cfg Config) (*Executor, error) {
 		if n, err := e.cgroups.ReapStale(); n > 0 || err != nil {
 			cfg.Logger.Info("reaped stale cgroups", slog.Int("count", n), slog.Any("error", err))
 		}
+		e.groups = &groups{parent: e.cgroups, log: cfg.Logger}
 	}
 	if cfg.Pool.Size > 0 {
 		var err error
@@ -370,17 +372,14 @@ func (e *Executor) run(ctx context.Context, req Request) (*nsjail.Result, error)
 		return nil, err
 	}
 	if spec.CgroupLimits != nil {
-		g, err := e.cgroups.New(*spec.CgroupLimits)
+		g, err := e.groups.take(*spec.CgroupLimits)
 		if err != nil {
 			return nil, &policy.SetupError{Stage: "cgroup", Err: err}
 		}
-		// Removed after every run, killed or not; a supervisor killed
+		// Removed after every run, killed or not (in the background: Run
+		// has read its stats, and its tasks are gone); a supervisor killed
 		// before this runs leaves it to the next one's ReapStale.
-		defer func() {
-			if err := g.Delete(); err != nil {
-				e.cfg.Logger.Warn("removing a run's cgroup", slog.Any("error", err))
-			}
-		}()
+		defer e.groups.release(g)
 		spec.Cgroup = g
 	}
 	res, err := nsjail.Run(ctx, spec)

@@ -110,5 +110,8 @@ func (e *Executor) Close() error {
 	if e.pool != nil {
 		errs = append(errs, e.pool.close())
 	}
+	if e.groups != nil {
+		e.groups.close() // after every run it may serve
+	}
 	return errors.Join(errs...)
 }
