@@ -30,6 +30,9 @@ import (
 //	      [a prepared sandbox of a warm pool waits here for a request]
 //	fd 3: write programConfig,          ----->  read it (the barrier: the
 //	      close                                  init is in its cgroup)
+//	      [a cold sandbox in its cgroup from
+//	       birth got it right after initConfig:
+//	       its init does not wait for us here]
 //	                                             rlimits, chdir, lookup
 //	                                             [cold: confine now]
 //	                                             [seccomp, if programConfig
