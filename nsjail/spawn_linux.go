@@ -42,6 +42,10 @@ func (s *Sandbox) spawnCommand(init *exec.Cmd, report *os.File, cgroup *os.File)
 	cmd := exec.Command(s.spec.SpawnPath, strconv.FormatUint(uint64(cloneFlags(s.spec)), 10),
 		strconv.Itoa(uid), strconv.Itoa(gid), strconv.Itoa(cgfd), strconv.Itoa(3+len(init.ExtraFiles)),
 		init.Path, init.Args[0])
+	// The init's path as Go resolved it, and any error of that (a name
+	// not found on PATH, or found only relative to the working directory):
+	// Start then fails with it, as it would for the init itself.
+	cmd.Err = init.Err
 	cmd.Env, cmd.ExtraFiles = init.Env, files
 	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.WaitDelay = init.Stdin, init.Stdout, init.Stderr, init.WaitDelay
 	// A session of its own (the init makes another), and death with the
