@@ -189,9 +189,7 @@ static long writeProc(int pid, const char *name, const char *text, long id) {
 	return n < 0 ? n : n == b - buf ? 0 : -5 /* EIO */;
 }
 
-// child runs in the new namespaces: it waits for its uid map, becomes the
-// namespace's root, and execs the init. A failure goes to errp as
-// {step, errno} (the exec closes errp on success: O_CLOEXEC).
+// readByte reads one byte of fd (1), or says why not (0: EOF, -errno).
 static long readByte(int fd) {
 	char c;
 	long r;
@@ -201,6 +199,9 @@ static long readByte(int fd) {
 	return r;
 }
 
+// child runs in the new namespaces: it waits for its uid map, becomes the
+// namespace's root, and execs the init. A failure goes to errp as
+// {step, errno} (the exec closes errp on success: O_CLOEXEC).
 static void __attribute__((noreturn)) child(int syncr, int errp, const char *init, char **argv, char **envp) {
 	long r;
 	int step = STEP_CREDENTIALS;
