@@ -217,8 +217,6 @@ func runRequest(req executor.Request, asJSON bool, stdout, stderr io.Writer) int
 	return exitCode(&res.Result)
 }
 
-// cacheDir is where the CLI keeps compiled seccomp filters:
-// $XDG_CACHE_HOME/airlock or ~/.cache/airlock ("" = none).
 // initPath is the sandbox init `airlock run` starts: airlock-init beside
 // this binary when scripts/build made the pair (a build token set, so the
 // init checks that it belongs to this binary), else "" (this binary,
@@ -227,15 +225,7 @@ func initPath() string {
 	if nsjail.BuildToken() == "" {
 		return ""
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	p := filepath.Join(filepath.Dir(exe), "airlock-init")
-	if unix.Access(p, unix.X_OK) != nil {
-		return ""
-	}
-	return p
+	return sibling("airlock-init")
 }
 
 // spawnPath is the spawn helper beside this binary (scripts/build makes
@@ -245,17 +235,24 @@ func spawnPath() string {
 	if initPath() == "" {
 		return ""
 	}
+	return sibling("airlock-spawn")
+}
+
+// sibling is the executable name in this binary's directory, or "".
+func sibling(name string) string {
 	exe, err := os.Executable()
 	if err != nil {
 		return ""
 	}
-	p := filepath.Join(filepath.Dir(exe), "airlock-spawn")
+	p := filepath.Join(filepath.Dir(exe), name)
 	if unix.Access(p, unix.X_OK) != nil {
 		return ""
 	}
 	return p
 }
 
+// cacheDir is where the CLI keeps compiled seccomp filters:
+// $XDG_CACHE_HOME/airlock or ~/.cache/airlock ("" = none).
 func cacheDir() string {
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "airlock")
