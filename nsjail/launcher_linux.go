@@ -49,6 +49,7 @@ type Sandbox struct {
 	// filterAhead: a prepared sandbox loads its filter before it waits
 	// (Prepare decides); otherwise the filter goes with the program.
 	filterAhead bool
+	outs        []*outPipe    // the program's output pipes (output.go)
 	programSent bool          // the program went with the spec (build)
 	cpuBase     time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
 
@@ -423,9 +424,13 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 	}
 	cmd.ExtraFiles = []*os.File{specR, statusW} // fds 3 and 4
 	cmd.Stdin = spec.Stdin
-	cmd.Stdout, cmd.Stderr = s.outputs(spec)
-	// Output copying ends when the pid namespace is gone; this only bounds
-	// a writer that blocks.
+	stdout, stderr := s.outputs(spec)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if !spec.Process {
+		cmd.Stdout, cmd.Stderr = s.outPipe(stdout), s.outPipe(stderr)
+	}
+	// Bounds the wait for a stdin copy that blocks, and for the process
+	// backend's output, which its leader's children may still write.
 	cmd.WaitDelay = 2 * time.Second
 	uid, gid := hostIDs(spec)
 	if spec.Process {
@@ -461,7 +466,9 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 // before its error is returned.
 func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File) {
 	runtime.LockOSThread()
-	if err := s.cmd.Start(); err != nil {
+	err := s.cmd.Start()
+	s.startOutput(err == nil)
+	if err != nil {
 		started <- err
 		close(s.exited)
 		return
@@ -475,6 +482,7 @@ func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File) {
 		if err != nil {
 			s.cmd.Process.Kill()
 			s.cmd.Wait()
+			s.drainOutput()
 			if errors.Is(err, errSpawnDied) {
 				err = fmt.Errorf("%w: %v", err, s.cmd.ProcessState)
 			}
@@ -486,6 +494,7 @@ func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File) {
 	}
 	started <- nil
 	s.waitErr = s.cmd.Wait()
+	s.drainOutput()
 	s.mu.Lock()
 	closeFD(s.pidfd)
 	s.pidfd = -1

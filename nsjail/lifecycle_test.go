@@ -383,3 +383,41 @@ func TestCgroupStatsFailAfterRun(t *testing.T) {
 		t.Fatalf("stats failing after the run: %v %+v", err, res)
 	}
 }
+
+// A copy of the program's stdout held outside the sandbox (as a child
+// this process forks at the same moment inherits one until its exec)
+// neither delays the result nor loses output: once pid 1 is reaped the
+// supervisor reads what the pipe holds and stops, without waiting for an
+// EOF that copy withholds (exec.Cmd's WaitDelay would wait 2 s, then drop
+// what was unread).
+func TestOutputEndsWithThePidNamespace(t *testing.T) {
+	testutil.RequireUserNS(t)
+	m := marker()
+	ex, _ := executor.New(executor.Config{})
+	tag := "0.000" + m // sleep sums its arguments: 0.5 s and a unique tag
+	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c", "echo out; exec sleep 0.5 " + tag}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := nsjail.Start(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	if !testutil.WaitFor(10*time.Second, func() bool { pids = testutil.HostProcsWith("sleep", "0.5", tag); return len(pids) == 1 }) {
+		sb.Kill()
+		sb.Wait()
+		t.Fatal("the sleeper never showed up")
+	}
+	stranger, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/1", pids[0]), os.O_WRONLY, 0)
+	if err != nil {
+		sb.Kill()
+		sb.Wait()
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	res, err := sb.Wait()
+	if err != nil || res.Status != nsjail.StatusOK || res.Stdout != "out\n" || res.WallTimeMS > 1800 {
+		t.Fatalf("with a stranger's copy of stdout open: %v %+v", err, res)
+	}
+}
