@@ -83,11 +83,7 @@ func (e *encoder) filter(f *seccomp.Filter) {
 	e.str(f.Profile)
 	e.int(int64(f.Rules))
 	e.uint(uint64(len(f.Program)))
-	for _, in := range f.Program {
-		e.b = binary.LittleEndian.AppendUint16(e.b, in.Code)
-		e.b = append(e.b, in.Jt, in.Jf)
-		e.b = binary.LittleEndian.AppendUint32(e.b, in.K)
-	}
+	e.b = f.Program.AppendRaw(e.b)
 	e.bool(f.Notify)
 }
 
@@ -177,12 +173,9 @@ func (d *decoder) filter() *seccomp.Filter {
 		return nil
 	}
 	f := &seccomp.Filter{Profile: d.str(), Rules: d.smallInt()}
-	f.Program = make(seccomp.Program, d.count(8))
-	for i := range f.Program {
-		r := d.b[8*i:]
-		f.Program[i] = seccomp.Instruction{Code: binary.LittleEndian.Uint16(r), Jt: r[2], Jf: r[3], K: binary.LittleEndian.Uint32(r[4:])}
-	}
-	d.b = d.b[8*len(f.Program):]
+	n := 8 * d.count(8)
+	f.Program, _ = seccomp.ParseRaw(d.b[:n]) // whole instructions: n is a multiple of 8
+	d.b = d.b[n:]
 	f.Notify = d.bool()
 	return f
 }

@@ -50,16 +50,34 @@ type Filter struct {
 	Notify bool `json:"notify"`
 }
 
-// MarshalJSON encodes the program compactly: base64 of the raw
-// struct sock_filter records (little-endian), as the kernel takes them.
-func (p Program) MarshalJSON() ([]byte, error) {
-	raw := make([]byte, 8*len(p))
-	for i, in := range p {
-		binary.LittleEndian.PutUint16(raw[8*i:], in.Code)
-		raw[8*i+2], raw[8*i+3] = in.Jt, in.Jf
-		binary.LittleEndian.PutUint32(raw[8*i+4:], in.K)
+// AppendRaw appends p as raw struct sock_filter records (8 bytes each,
+// little-endian), as the kernel takes them.
+func (p Program) AppendRaw(b []byte) []byte {
+	for _, in := range p {
+		b = binary.LittleEndian.AppendUint16(b, in.Code)
+		b = append(b, in.Jt, in.Jf)
+		b = binary.LittleEndian.AppendUint32(b, in.K)
 	}
-	return json.Marshal(raw)
+	return b
+}
+
+// ParseRaw decodes AppendRaw's form.
+func ParseRaw(raw []byte) (Program, error) {
+	if len(raw)%8 != 0 {
+		return nil, fmt.Errorf("seccomp: program of %d bytes is not whole instructions", len(raw))
+	}
+	p := make(Program, len(raw)/8)
+	for i := range p {
+		r := raw[8*i:]
+		p[i] = Instruction{Code: binary.LittleEndian.Uint16(r), Jt: r[2], Jf: r[3], K: binary.LittleEndian.Uint32(r[4:])}
+	}
+	return p, nil
+}
+
+// MarshalJSON encodes the program compactly: base64 of its raw form
+// (AppendRaw).
+func (p Program) MarshalJSON() ([]byte, error) {
+	return json.Marshal(p.AppendRaw(make([]byte, 0, 8*len(p))))
 }
 
 // UnmarshalJSON decodes MarshalJSON's form.
@@ -68,13 +86,10 @@ func (p *Program) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
-	if len(raw)%8 != 0 {
-		return fmt.Errorf("seccomp: program of %d bytes is not whole instructions", len(raw))
+	prog, err := ParseRaw(raw)
+	if err != nil {
+		return err
 	}
-	*p = make(Program, len(raw)/8)
-	for i := range *p {
-		r := raw[8*i:]
-		(*p)[i] = Instruction{Code: binary.LittleEndian.Uint16(r), Jt: r[2], Jf: r[3], K: binary.LittleEndian.Uint32(r[4:])}
-	}
+	*p = prog
 	return nil
 }
