@@ -2,7 +2,6 @@ package executor_test
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,8 +23,7 @@ func TestSeparateInit(t *testing.T) {
 	testutil.RequireUserNS(t)
 	bin := testutil.BinDir(t)
 	spawn := filepath.Join(bin, "airlock-spawn")
-	_, err := os.Stat(spawn)
-	testutil.RequireFeature(t, "the spawn helper built beside airlock (scripts/build, gcc)", err == nil)
+	testutil.RequireFeature(t, "the spawn helper built beside airlock (scripts/build, gcc)", testutil.Exists(spawn))
 	t.Run("fork", func(t *testing.T) { separateInit(t, bin, "") })
 	t.Run("spawn", func(t *testing.T) { separateInit(t, bin, spawn) })
 }

@@ -124,7 +124,7 @@ func memoryGroup(t *testing.T, pid int) (string, int64) {
 		switch {
 		case strings.Contains(","+f[1]+",", ",memory,"):
 			file = filepath.Join("/sys/fs/cgroup/memory", f[2], "memory.limit_in_bytes")
-		case f[0] == "0" && f[1] == "" && exists("/sys/fs/cgroup/cgroup.controllers"):
+		case f[0] == "0" && f[1] == "" && testutil.Exists("/sys/fs/cgroup/cgroup.controllers"):
 			file = filepath.Join("/sys/fs/cgroup", f[2], "memory.max")
 		default:
 			continue
@@ -142,5 +142,3 @@ func memoryGroup(t *testing.T, pid int) (string, int64) {
 	t.Fatalf("no memory cgroup in\n%s", b)
 	return "", 0
 }
-
-func exists(p string) bool { _, err := os.Stat(p); return err == nil }

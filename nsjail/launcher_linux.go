@@ -49,7 +49,7 @@ type Sandbox struct {
 	// filterAhead: a prepared sandbox loads its filter before it waits
 	// (Prepare decides); otherwise the filter goes with the program.
 	filterAhead bool
-	outs        []*outPipe    // the program's output pipes (output.go)
+	outs        []*outPipe    // the program's output pipes (outpipe_linux.go)
 	programSent bool          // the program went with the spec (build)
 	cpuBase     time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
 

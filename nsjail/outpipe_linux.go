@@ -62,7 +62,10 @@ func (s *Sandbox) startOutput(started bool) {
 // (Go then refuses reads outright), so the rest is read with raw
 // non-blocking reads until the pipe is empty.
 func (s *Sandbox) drainOutput() {
-	buf := make([]byte, 32<<10)
+	if len(s.outs) == 0 {
+		return
+	}
+	buf := make([]byte, 4<<10) // usually nothing is left: the copy kept up
 	for _, o := range s.outs {
 		o.r.SetReadDeadline(time.Now())
 		<-o.done

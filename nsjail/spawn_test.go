@@ -25,14 +25,12 @@ func launchers(t *testing.T) map[string]executor.Config {
 	bin := testutil.BinDir(t)
 	init := filepath.Join(bin, "airlock-init-plain")
 	spawn := filepath.Join(bin, "airlock-spawn")
-	testutil.RequireFeature(t, "the spawn helper built beside airlock (scripts/build, gcc)", fileExists(spawn))
+	testutil.RequireFeature(t, "the spawn helper built beside airlock (scripts/build, gcc)", testutil.Exists(spawn))
 	return map[string]executor.Config{
 		"fork":  {InitPath: init},
 		"spawn": {InitPath: init, SpawnPath: spawn},
 	}
 }
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // The spawn helper is invisible in every outcome: a sandbox it starts
 // ends with the same status, exit code and signal as a forked one, dies
@@ -126,7 +124,7 @@ func TestSpawnHelper(t *testing.T) {
 				if err != nil || res.Status != nsjail.StatusSignaled || res.Signal != "SIGKILL" {
 					t.Errorf("after Kill: %v %+v", err, res)
 				}
-				if fileExists(fmt.Sprintf("/proc/%d", ppid)) || fileExists(fmt.Sprintf("/proc/%d", pid)) {
+				if testutil.Exists(fmt.Sprintf("/proc/%d", ppid)) || testutil.Exists(fmt.Sprintf("/proc/%d", pid)) {
 					t.Errorf("after Wait the helper (%d) or the init (%d) is still there", ppid, pid)
 				}
 			})

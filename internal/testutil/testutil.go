@@ -55,6 +55,9 @@ func Cgroups(t testing.TB) (*cgroups.Parent, bool) {
 	return p, err == nil
 }
 
+// Exists reports whether path exists (following symlinks).
+func Exists(path string) bool { _, err := os.Stat(path); return err == nil }
+
 // RequireFeature skips t when ok is false, or fails it under RequireAllEnv.
 func RequireFeature(t testing.TB, feature string, ok bool) {
 	t.Helper()
