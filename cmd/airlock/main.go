@@ -8,6 +8,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 
 	"github.com/airlock-sandbox/airlock/nsjail"
 )
@@ -15,6 +16,13 @@ import (
 func main() {
 	// The re-exec hook: in a sandbox init this never returns.
 	nsjail.Init()
+	// One P: a run's supervision is a few goroutines that mostly wait
+	// (the init's exit, its status socket, output pipes, the timeout), and
+	// with a second P every wake-up also wakes an idle thread to spin for
+	// work that is not there. Measured over 400 interleaved runs of
+	// `airlock run -- /bin/true`: -1.0 ms of CPU and -0.5 ms of wall time
+	// per run. Library callers keep their own setting.
+	runtime.GOMAXPROCS(1)
 	os.Exit(cli(os.Args[1:]))
 }
 
