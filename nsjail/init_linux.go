@@ -3,7 +3,6 @@
 package nsjail
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -541,8 +540,8 @@ func executable(p string) error {
 	return nil
 }
 
-// reportFailure sends err to the parent as JSON: the stage, the errno and
-// the message. Never to stdout/stderr, which belong to the program.
+// reportFailure sends err to the parent: the stage, the errno and the
+// message. Never to stdout/stderr, which belong to the program.
 func reportFailure(status *os.File, err error) {
 	st := initStatus{Stage: "init", Msg: err.Error()}
 	var se *stageError
@@ -565,18 +564,10 @@ func reportFailure(status *os.File, err error) {
 
 // sendListener passes the seccomp listener fd to the parent.
 func sendListener(fd int) error {
-	b, err := json.Marshal(initStatus{Listener: true})
-	if err != nil {
-		return err
-	}
-	return unix.Sendmsg(statusFD, b, unix.UnixRights(fd), nil, 0)
+	return unix.Sendmsg(statusFD, (&initStatus{Listener: true}).marshal(), unix.UnixRights(fd), nil, 0)
 }
 
 func writeStatus(status *os.File, st initStatus) error {
-	b, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	_, err = status.Write(b)
+	_, err := status.Write(st.marshal())
 	return err
 }

@@ -26,7 +26,7 @@ import (
 //	                                              fds, caps, no_new_privs, and
 //	                                              seccomp (+ listener, below)
 //	                                              if initConfig carries it]
-//	fd 4: read one message              <-----  {"prepared":true,"marks":[...]}
+//	fd 4: read one message              <-----  {prepared, marks}
 //	      [a prepared sandbox of a warm pool waits here for a request]
 //	fd 3: write programConfig,          ----->  read it (the barrier: the
 //	      close                                  init is in its cgroup)
@@ -37,12 +37,12 @@ import (
 //	                                             [cold: confine now]
 //	                                             [seccomp, if programConfig
 //	                                              carries it]
-//	                                     <-----  {"listener":true} + the listener fd
+//	                                     <-----  {listener} + the listener fd
 //	                                             (SCM_RIGHTS; only with kill-by-notify)
-//	fd 4: read until EOF                <-----  {"ready":true,"marks":[...]}
+//	fd 4: read until EOF                <-----  {ready, marks}
 //	                                             execve: fd 4 is close-on-exec, so EOF
 //	                                             after "ready" means exec'd
-//	on any failure:                     <-----  {"stage","errno","msg"}, exit
+//	on any failure:                     <-----  {stage, errno, msg}, exit
 //
 // fd 4 is a SOCK_SEQPACKET socket: one message a packet, and it can carry
 // the seccomp listener fd. EOF without "ready" means the init died during
@@ -97,18 +97,18 @@ type programConfig struct {
 	Seccomp *seccomp.Filter
 }
 
-// initStatus is one message from the init on fd 4.
+// initStatus is one message from the init on fd 4 (encoded by wire.go).
 type initStatus struct {
-	Ready    bool   `json:"ready,omitempty"`
-	Prepared bool   `json:"prepared,omitempty"`
-	Listener bool   `json:"listener,omitempty"`
-	Stage    string `json:"stage,omitempty"`
-	Errno    int    `json:"errno,omitempty"`
-	Msg      string `json:"msg,omitempty"`
+	Ready    bool
+	Prepared bool
+	Listener bool
+	Stage    string
+	Errno    int
+	Msg      string
 	// Marks are CLOCK_MONOTONIC readings (ns) of the init's steps since
 	// its last report, named by initMarks: where a start's time goes,
 	// logged by the parent at debug level (see Sandbox.phase).
-	Marks []int64 `json:"marks,omitempty"`
+	Marks []int64
 }
 
 // initMarks names the init's timing marks, in the order it takes them:

@@ -4,7 +4,6 @@ package nsjail
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -76,7 +75,7 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 			break // EOF: exec'd, or the init died
 		}
 		var st initStatus
-		if err := json.Unmarshal(buf[:n], &st); err != nil {
+		if err := st.unmarshal(buf[:n]); err != nil {
 			return &policy.SetupError{Stage: "status", Err: fmt.Errorf("bad message from init: %w", err)}
 		}
 		s.initPhases(st.Marks)

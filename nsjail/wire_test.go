@@ -88,6 +88,35 @@ func TestWireRejects(t *testing.T) {
 	}
 }
 
+// Every report the init sends decodes to itself, and a cut, padded or
+// foreign-version report is an error (the run then fails as a setup
+// error, never as a misread report).
+func TestStatusWire(t *testing.T) {
+	for _, st := range []initStatus{
+		{Prepared: true, Marks: []int64{1, 1 << 40, -3, 0}},
+		{Ready: true, Marks: []int64{7}},
+		{Listener: true},
+		{Stage: "mount /proc", Errno: 13, Msg: "permission denied: \x00\xff ü"},
+	} {
+		b := st.marshal()
+		var got initStatus
+		if err := got.unmarshal(b); err != nil || !reflect.DeepEqual(got, st) {
+			t.Fatalf("%+v: %v, got %+v", st, err, got)
+		}
+		for cut := 0; cut < len(b); cut++ {
+			if err := new(initStatus).unmarshal(b[:cut]); err == nil {
+				t.Fatalf("%+v cut at %d of %d: no error", st, cut, len(b))
+			}
+		}
+		if err := new(initStatus).unmarshal(append(b, 0)); err == nil {
+			t.Fatalf("%+v with a trailing byte: no error", st)
+		}
+		if err := new(initStatus).unmarshal(append([]byte{wireVersion + 1}, b[1:]...)); err == nil {
+			t.Fatalf("%+v of another version: no error", st)
+		}
+	}
+}
+
 // The decoders never panic and never allocate past their input, whatever
 // the bytes.
 func FuzzWireDecode(f *testing.F) {
@@ -95,6 +124,7 @@ func FuzzWireDecode(f *testing.F) {
 	f.Add(cfg.marshal())
 	f.Add(prog.marshal())
 	f.Add([]byte{wireVersion, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add((&initStatus{Prepared: true, Marks: []int64{1, 2}}).marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var c, again initConfig
 		if c.unmarshal(b) == nil {
@@ -104,5 +134,11 @@ func FuzzWireDecode(f *testing.F) {
 		}
 		var p programConfig
 		_ = p.unmarshal(b)
+		var st, st2 initStatus
+		if st.unmarshal(b) == nil {
+			if err := st2.unmarshal(st.marshal()); err != nil || !reflect.DeepEqual(st2, st) {
+				t.Errorf("status decoded from %x does not survive a round trip: %v", b, err)
+			}
+		}
 	})
 }
