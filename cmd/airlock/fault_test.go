@@ -216,7 +216,9 @@ var faults = []fault{
 	{name: "write/gid_map", inj: []inject{errInj("write", "EINVAL", "gid_map>")}, stage: "namespaces"},
 	{name: "execve/init", inj: []inject{{syscall: "execve", errno: "EACCES", path: "/proc/self/exe", when: 1}}, stage: "fork/exec /proc/self/exe"},
 	// The spec pipe's messages as strace prints them (wire.go): the wire
-	// version, then the hostname; the program's first argument.
+	// version, then the hostname; the program's first argument. The
+	// init's reports likewise: the version, then ready, prepared and
+	// listener (one byte each), the stage, errno and message.
 	{name: "write/spec", inj: []inject{errInj("write", "EPIPE", `\1\7airlock\1`)}, stage: "send spec"},
 	{name: "write/program", inj: []inject{errInj("write", "EPIPE", `\7python3\2-I`)}, stage: "send program"},
 	// The init: the jail (initConfig).
@@ -252,8 +254,8 @@ var faults = []fault{
 	{name: "ioctl/lo-get", inj: []inject{errInj("ioctl", "ENODEV", "SIOCGIFFLAGS")}, stage: "loopback up"},
 	{name: "ioctl/lo-up", inj: []inject{errInj("ioctl", "EPERM", "SIOCSIFFLAGS")}, stage: "loopback up"},
 	// The program part (programConfig), once placed in the cgroup.
-	{name: "write/prepared", inj: []inject{errInj("write", "EPIPE", `{\"prepared\":true,`)}, stage: "report prepared"},
-	{name: "read/program", inj: []inject{{syscall: "read", errno: "EIO", match: "(3<pipe:", after: `{\"prepared\":true,`}}, stage: "read program"},
+	{name: "write/prepared", inj: []inject{errInj("write", "EPIPE", `"\1\0\1\0\0\0\0`)}, stage: "report prepared"},
+	{name: "read/program", inj: []inject{{syscall: "read", errno: "EIO", match: "(3<pipe:", after: `"\1\0\1\0\0\0\0`}}, stage: "read program"},
 	{name: "unshare/cgroupns", inj: []inject{errInj("unshare", "EPERM", "CLONE_NEWCGROUP")}, stage: "unshare cgroup"},
 	{name: "prlimit64/nofile", inj: []inject{errInj("prlimit64", "EPERM", "RLIMIT_NOFILE, {rlim_cur=1024")}, stage: "setrlimit"},
 	{name: "prlimit64/fsize", inj: []inject{errInj("prlimit64", "EINVAL", "RLIMIT_FSIZE, {")}, stage: "setrlimit"},
@@ -272,7 +274,7 @@ var faults = []fault{
 	{name: "prctl/securebits", inj: []inject{errInj("prctl", "EPERM", "PR_SET_SECUREBITS")}, stage: "drop capabilities: securebits"},
 	{name: "capset", inj: []inject{errInj("capset", "EPERM", "")}, stage: "drop capabilities: capset"},
 	{name: "prctl/no_new_privs", inj: []inject{errInj("prctl", "EINVAL", "PR_SET_NO_NEW_PRIVS")}, stage: "no_new_privs"},
-	{name: "write/ready", inj: []inject{errInj("write", "EPIPE", `{\"ready\":true,`)}, stage: "report ready"},
+	{name: "write/ready", inj: []inject{errInj("write", "EPIPE", `"\1\1\0\0\0\0\0`)}, stage: "report ready"},
 	// The CLI's own probe for user notification may be the same ordinal
 	// on its thread: then the filter kills without naming; still a filter.
 	{name: "seccomp/load", inj: []inject{seccompLoad("EPERM")}, stage: "seccomp"},
@@ -283,10 +285,10 @@ var faults = []fault{
 	// (The init retries the report, so one lost write still names the
 	// step.)
 	{name: "seccomp/load-report-lost", inj: []inject{seccompLoad("EPERM"),
-		{syscall: "write", errno: "EPIPE", after: "{len=", hit: `\"stage\":\"seccomp\"`}}, stage: "seccomp"},
+		{syscall: "write", errno: "EPIPE", after: "{len=", hit: `\0\0\0\7seccomp`}}, stage: "seccomp"},
 	{name: "execve/program-report-lost", inj: []inject{errInj("execve", "EACCES", `/python3", ["python3"`),
-		{syscall: "write", errno: "EPIPE", after: `/python3", ["python3"`, hit: `\"stage\":\"exec\"`}}, stage: "exec", exit: 126},
-	{name: "sendmsg/listener", inj: []inject{errInj("sendmsg", "EPIPE", `\"listener\"`)}, stage: "send listener"},
+		{syscall: "write", errno: "EPIPE", after: `/python3", ["python3"`, hit: `\0\0\0\4exec`}}, stage: "exec", exit: 126},
+	{name: "sendmsg/listener", inj: []inject{errInj("sendmsg", "EPIPE", `"\1\0\0\1\0\0\0\0"`)}, stage: "send listener"},
 	{name: "execve/program-eacces", inj: []inject{errInj("execve", "EACCES", `/python3", ["python3"`)}, stage: "exec", exit: 126},
 	{name: "execve/program-enoent", inj: []inject{errInj("execve", "ENOENT", `/python3", ["python3"`)}, stage: "exec", exit: 127},
 }
