@@ -1,9 +1,14 @@
 package executor
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/seccomp"
 
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -17,15 +22,26 @@ func TestFilterCacheOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "seccomp-*.json"))
+	files, _ := filepath.Glob(filepath.Join(dir, "seccomp-*"+cacheExt))
 	if len(files) != 1 {
 		t.Fatalf("cache files %v", files)
+	}
+	// A store also prunes: another layout's file, and one older than
+	// cacheMaxAge, go; a fresh one stays.
+	old, stale, fresh := filepath.Join(dir, "seccomp-1.json"), filepath.Join(dir, "seccomp-2"+cacheExt), filepath.Join(dir, "seccomp-3"+cacheExt)
+	for _, p := range []string{old, stale, fresh} {
+		os.WriteFile(p, []byte("x"), 0o600)
+	}
+	os.Chtimes(stale, time.Time{}, time.Now().Add(-cacheMaxAge-time.Hour))
+	pruneCache(dir, time.Now())
+	if exists(old) || exists(stale) || !exists(fresh) || !exists(files[0]) {
+		t.Fatalf("after pruning: json %v, stale %v, fresh %v, stored %v", exists(old), exists(stale), exists(fresh), exists(files[0]))
 	}
 	e2, _ := New(Config{SeccompCacheDir: dir})
 	key, _ := e2.filterKey(policy.Seccomp{Profile: "default"})
 	f2, ok := e2.loadCached(key)
-	if !ok || f2.Profile != f1.Profile || len(f2.Program) != len(f1.Program) || f2.Program[7] != f1.Program[7] {
-		t.Fatalf("cached filter not reused: %v", ok)
+	if !ok || !reflect.DeepEqual(f2, f1) {
+		t.Fatalf("cached filter not reused as it was stored: %v", ok)
 	}
 	// A group-writable file is not trusted.
 	os.Chmod(files[0], 0o666)
@@ -43,3 +59,47 @@ func TestFilterCacheOnDisk(t *testing.T) {
 		t.Fatal("rules do not change the cache key")
 	}
 }
+
+// The key's fast path for the default profile hashes the very bytes
+// json.Marshal gives, so it never shares a key with another policy; and
+// it covers all of policy.Seccomp: a new field must be added to it.
+func TestSeccompDescFastPath(t *testing.T) {
+	want, _ := json.Marshal(policy.Seccomp{Profile: "default"})
+	got, _ := seccompDesc(policy.Seccomp{Profile: "default"})
+	if string(got) != string(want) || string(got) != defaultDesc {
+		t.Fatalf("fast path %s, json.Marshal %s", got, want)
+	}
+	if n := reflect.TypeFor[policy.Seccomp]().NumField(); n != 2 {
+		t.Fatalf("policy.Seccomp has %d fields: seccompDesc's fast path knows Profile and Rules only", n)
+	}
+	for _, s := range []policy.Seccomp{{Profile: "default", Rules: []policy.SyscallRule{}}, {}, {Profile: "/p.json"}} {
+		want, _ := json.Marshal(s)
+		if got, _ := seccompDesc(s); string(got) != string(want) {
+			t.Errorf("%+v: %s, json.Marshal %s", s, got, want)
+		}
+	}
+}
+
+// A cache file decodes to the filter stored; a cut, padded or foreign
+// file is a miss, never a partial filter.
+func TestCachedFilterForm(t *testing.T) {
+	f := &seccomp.Filter{Profile: "default", Rules: 418, Notify: true,
+		Program: seccomp.Program{{Code: 0x20, K: 4}, {Code: 0x15, Jt: 1, Jf: 255, K: 0xc000003e}, {Code: 6, K: 0x7fff0000}}}
+	b := encodeCached(f)
+	got, err := decodeCached(b)
+	if err != nil || !reflect.DeepEqual(got, f) {
+		t.Fatalf("%v: %+v", err, got)
+	}
+	for cut := 0; cut < len(b); cut++ {
+		if _, err := decodeCached(b[:cut]); err == nil {
+			t.Fatalf("cut at %d of %d: decoded", cut, len(b))
+		}
+	}
+	for _, bad := range [][]byte{append(b, 0), append([]byte("airlock-seccomp\x02"), b[len(cacheMagic):]...), []byte(`{"profile":"default"}`)} {
+		if _, err := decodeCached(bad); err == nil {
+			t.Errorf("%q decoded", bad)
+		}
+	}
+}
+
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
