@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/rootfs"
@@ -463,12 +464,22 @@ func dropCapabilities() error {
 
 // lastCap is the highest capability the kernel knows.
 func lastCap() (int, error) {
-	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	// Read with plain syscalls: the init's first os.File read would set
+	// up Go's netpoller (an epoll instance, an eventfd, three more calls),
+	// which nothing else in the init needs.
+	fd, err := unix.Open("/proc/sys/kernel/cap_last_cap", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, fmt.Errorf("cap_last_cap: %w", err)
 	}
-	var last int
-	if _, err := fmt.Sscan(string(b), &last); err != nil || last < 0 || last > 63 {
+	var buf [16]byte
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil {
+		return 0, fmt.Errorf("cap_last_cap: %w", err)
+	}
+	b := buf[:max(n, 0)]
+	last, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || last < 0 || last > 63 {
 		return 0, fmt.Errorf("cap_last_cap %q: %v", b, err)
 	}
 	return last, nil

@@ -269,6 +269,7 @@ var faults = []fault{
 	{name: "prctl/bset-drop-sys-admin", inj: []inject{errInj("prctl", "EPERM", "PR_CAPBSET_DROP, CAP_SYS_ADMIN")}, stage: "drop capabilities: PR_CAPBSET_DROP 21"},
 	// EINVAL is the kernel's "no such capability": it may end the loop
 	// only past the last one, never leave the bounding set full.
+	{name: "openat/cap_last_cap", inj: []inject{errInj("openat", "EACCES", "cap_last_cap")}, stage: "drop capabilities: cap_last_cap"},
 	{name: "prctl/bset-drop-einval", inj: []inject{errInj("prctl", "EINVAL", "PR_CAPBSET_DROP, CAP_CHOWN")}, stage: "drop capabilities"},
 	{name: "prctl/ambient", inj: []inject{errInj("prctl", "EPERM", "PR_CAP_AMBIENT_CLEAR_ALL")}, stage: "drop capabilities: clear ambient"},
 	{name: "prctl/securebits", inj: []inject{errInj("prctl", "EPERM", "PR_SET_SECUREBITS")}, stage: "drop capabilities: securebits"},
