@@ -42,6 +42,20 @@ func TestMkdirAllNeverFollowsSymlinks(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "x/y/z")); err != nil || !fi.IsDir() {
 		t.Fatalf("x/y/z not created: %v", err)
 	}
+	// The walk starts at root itself and never closes it; a path naming
+	// root gives the caller a copy of its own.
+	for _, rel := range []string{"", ".", "/", "x", "..", "a/link"} {
+		if fd, err := mkdirAll(root, rel); err == nil {
+			if fd == root {
+				t.Fatalf("mkdirAll(%q) returned root itself", rel)
+			}
+			unix.Close(fd)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(root, &st); err != nil {
+			t.Fatalf("root closed by mkdirAll(%q): %v", rel, err)
+		}
+	}
 	// A file target refuses a symlink in the last component too.
 	err = attachFile(root, "a/link", -1)
 	if !errors.Is(err, ErrSymlink) && !errors.Is(err, unix.ELOOP) {
