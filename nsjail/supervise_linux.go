@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -63,9 +64,17 @@ func (s *Sandbox) awaitExec(statusR *os.File) error { return s.awaitStatus(statu
 // reports its jail built.
 func (s *Sandbox) awaitPrepared(statusR *os.File) error { return s.awaitStatus(statusR, true) }
 
+// statusBufs holds the buffers reports are received into. A report is a
+// few hundred bytes at most, but a packet longer than its buffer would
+// be cut, so they are 64 KiB; pooled, because two fresh ones a run were
+// half of what a daemon's run allocated, and of its GC work.
+var statusBufs = sync.Pool{New: func() any { return new([64 << 10]byte) }}
+
 func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 	ready := false
-	buf, oob := make([]byte, 64<<10), make([]byte, unix.CmsgSpace(4))
+	pooled := statusBufs.Get().(*[64 << 10]byte)
+	defer statusBufs.Put(pooled) // unmarshal copies what it keeps
+	buf, oob := pooled[:], make([]byte, unix.CmsgSpace(4))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(int(statusR.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if errors.Is(err, unix.EINTR) {
