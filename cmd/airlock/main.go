@@ -16,6 +16,12 @@ import (
 func main() {
 	// The re-exec hook: in a sandbox init this never returns.
 	nsjail.Init()
+	os.Exit(process(os.Args[1:]))
+}
+
+// process is the CLI as a process of its own: main, and the test binary
+// when it stands in for airlock (TestMain).
+func process(args []string) int {
 	// One P: a run's supervision is a few goroutines that mostly wait
 	// (the init's exit, its status socket, output pipes, the timeout), and
 	// with a second P every wake-up also wakes an idle thread to spin for
@@ -23,7 +29,7 @@ func main() {
 	// `airlock run -- /bin/true`: -1.0 ms of CPU and -0.5 ms of wall time
 	// per run. Library callers keep their own setting.
 	runtime.GOMAXPROCS(1)
-	os.Exit(cli(os.Args[1:]))
+	return cli(args)
 }
 
 const usage = `usage: airlock COMMAND [flags]

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 	// The test binary doubles as the airlock CLI in a process of its own
 	// (fault_test.go runs it under strace).
 	if os.Getenv("AIRLOCK_TEST_AS_CLI") == "1" {
-		os.Exit(cli(os.Args[1:]))
+		os.Exit(process(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
