@@ -66,7 +66,8 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 // them).
 func dryRun() probe.Check {
 	c := probe.Check{Name: "sandbox dry run", Needed: true}
-	ex, err := executor.New(executor.Config{InitPath: initPath(), SpawnPath: spawnPath()})
+	initPath, spawnPath := helpers()
+	ex, err := executor.New(executor.Config{InitPath: initPath, SpawnPath: spawnPath})
 	if err != nil {
 		c.Detail = err.Error()
 		return c
@@ -88,8 +89,8 @@ func dryRun() probe.Check {
 	default:
 		c.OK = true
 		init := "this binary"
-		if p := initPath(); p != "" {
-			init = p
+		if initPath != "" {
+			init = initPath
 		}
 		c.Detail = fmt.Sprintf("namespaces %s, rootfs %s, seccomp %s (%d rules), limits %s, init %s, %d ms",
 			strings.Join(res.Enforced.Namespaces, ","), res.Enforced.Rootfs, res.Enforced.Seccomp, res.Enforced.SeccompRules, res.Enforced.Limits, init, res.WallTimeMS)

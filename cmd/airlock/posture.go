@@ -102,7 +102,8 @@ func collectPosture(ctx context.Context, p policy.Policy) (*postureReport, error
 	if len(kills) > 0 {
 		args = append(args, "--skip-kill", strings.Join(kills, ","))
 	}
-	ex, err := executor.New(executor.Config{SeccompCacheDir: cacheDir(), InitPath: initPath(), SpawnPath: spawnPath()})
+	initPath, spawnPath := helpers()
+	ex, err := executor.New(executor.Config{SeccompCacheDir: cacheDir(), InitPath: initPath, SpawnPath: spawnPath})
 	if err != nil {
 		return nil, err
 	}

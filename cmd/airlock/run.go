@@ -195,7 +195,8 @@ func runRequest(req executor.Request, asJSON bool, stdout, stderr io.Writer) int
 	if !asJSON {
 		req.Stdout, req.Stderr = stdout, stderr
 	}
-	ex, err := executor.New(executor.Config{SeccompCacheDir: cacheDir(), InitPath: initPath(), SpawnPath: spawnPath()})
+	initPath, spawnPath := helpers()
+	ex, err := executor.New(executor.Config{SeccompCacheDir: cacheDir(), InitPath: initPath, SpawnPath: spawnPath})
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return exitSetup
@@ -217,34 +218,31 @@ func runRequest(req executor.Request, asJSON bool, stdout, stderr io.Writer) int
 	return exitCode(&res.Result)
 }
 
-// initPath is the sandbox init `airlock run` starts: airlock-init beside
-// this binary when scripts/build made the pair (a build token set, so the
-// init checks that it belongs to this binary), else "" (this binary,
-// re-executed). airlock-init starts faster: no C runtime, less Go.
-func initPath() string {
+// helpers are the sandbox init and spawn helper airlock starts, beside
+// this binary when scripts/build made them (a build token set, so the
+// init checks that it belongs to this binary): airlock-init, which starts
+// faster than this binary re-executed (no C runtime, less Go), and with
+// it airlock-spawn (cmd/airlock-spawn), which creates the sandbox's
+// namespaces so that airlock never forks itself. "" for either: this
+// binary re-executed as the init, forked by airlock.
+func helpers() (initPath, spawnPath string) {
 	if nsjail.BuildToken() == "" {
-		return ""
+		return "", ""
 	}
-	return sibling("airlock-init")
-}
-
-// spawnPath is the spawn helper beside this binary (scripts/build makes
-// it: cmd/airlock-spawn), used with airlock-init; "" = airlock forks the
-// init itself.
-func spawnPath() string {
-	if initPath() == "" {
-		return ""
-	}
-	return sibling("airlock-spawn")
-}
-
-// sibling is the executable name in this binary's directory, or "".
-func sibling(name string) string {
 	exe, err := os.Executable()
 	if err != nil {
-		return ""
+		return "", ""
 	}
-	p := filepath.Join(filepath.Dir(exe), name)
+	dir := filepath.Dir(exe)
+	if initPath = executableIn(dir, "airlock-init"); initPath == "" {
+		return "", ""
+	}
+	return initPath, executableIn(dir, "airlock-spawn")
+}
+
+// executableIn is dir/name if it is executable, else "".
+func executableIn(dir, name string) string {
+	p := filepath.Join(dir, name)
 	if unix.Access(p, unix.X_OK) != nil {
 		return ""
 	}
