@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"golang.org/x/net/bpf"
 )
@@ -53,6 +54,7 @@ type Filter struct {
 // AppendRaw appends p as raw struct sock_filter records (8 bytes each,
 // little-endian), as the kernel takes them.
 func (p Program) AppendRaw(b []byte) []byte {
+	b = slices.Grow(b, 8*len(p)) // one allocation at most, not one per doubling
 	for _, in := range p {
 		b = binary.LittleEndian.AppendUint16(b, in.Code)
 		b = append(b, in.Jt, in.Jf)
@@ -77,7 +79,7 @@ func ParseRaw(raw []byte) (Program, error) {
 // MarshalJSON encodes the program compactly: base64 of its raw form
 // (AppendRaw).
 func (p Program) MarshalJSON() ([]byte, error) {
-	return json.Marshal(p.AppendRaw(make([]byte, 0, 8*len(p))))
+	return json.Marshal(p.AppendRaw(nil))
 }
 
 // UnmarshalJSON decodes MarshalJSON's form.
