@@ -226,9 +226,7 @@ func (p *pool) discard(w *warm) {
 
 func (p *pool) cleanup(w *warm) {
 	if w.cg != nil {
-		if err := w.cg.Delete(); err != nil {
-			p.e.cfg.Logger.Warn("removing a pooled run's cgroup", slog.Any("error", err))
-		}
+		p.e.groups.remove(w.cg)
 	}
 	w.ws.remove()
 }
