@@ -52,15 +52,20 @@ func (e *Executor) NewSession(cfg SessionConfig) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{e: e, cfg: cfg, ws: ws}
+	// The idle timer exists before anything can call Close (the timer
+	// itself, or the Executor's Close once s is in e.sessions): s.mu
+	// orders its assignment before every use of it.
+	s.mu.Lock()
+	s.idle = time.AfterFunc(cfg.IdleTimeout, func() { s.Close() })
+	s.mu.Unlock()
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		ws.remove()
+		s.Close()
 		return nil, errClosed
 	}
 	e.sessions[s] = true
 	e.mu.Unlock()
-	s.idle = time.AfterFunc(cfg.IdleTimeout, func() { s.Close() })
 	return s, nil
 }
 
@@ -81,13 +86,13 @@ func (s *Session) Execute(ctx context.Context, req Request) (*Result, error) {
 // Close ends the session and removes its workspace. It waits for a
 // running execution to end. Closing twice is harmless.
 func (s *Session) Close() error {
-	s.idle.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
 	}
 	s.closed = true
+	s.idle.Stop()
 	s.e.mu.Lock()
 	delete(s.e.sessions, s)
 	s.e.mu.Unlock()

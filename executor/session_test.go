@@ -185,3 +185,30 @@ func countFDs(t testing.TB) int {
 }
 
 func itoa(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10)) }
+
+// A session whose idle timeout fires at once, or whose Executor closes
+// while it is being made, closes cleanly: its timer is set before any
+// Close can see the session (a nil timer once crashed a daemon with a
+// short idle timeout). Run under -race.
+func TestSessionShortIdleTimeoutRace(t *testing.T) {
+	work := testutil.WorldReadableDir(t)
+	for range 50 {
+		ex, err := executor.New(executor.Config{WorkDir: work})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- ex.Close() }()
+		s, err := ex.NewSession(executor.SessionConfig{IdleTimeout: time.Nanosecond})
+		if err == nil {
+			s.Close()
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !testutil.WaitFor(5*time.Second, func() bool { left, _ := os.ReadDir(work); return len(left) == 0 }) {
+		left, _ := os.ReadDir(work)
+		t.Fatalf("workspaces left behind: %v", left)
+	}
+}
