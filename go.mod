@@ -10,6 +10,10 @@ require (
 	github.com/seccomp/libseccomp-golang v0.12.0
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.49.0
+	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/moby/sys/userns v0.2.1 // indirect
+require (
+	github.com/moby/sys/userns v0.2.1 // indirect
+	go.yaml.in/yaml/v2 v2.4.2 // indirect
+)

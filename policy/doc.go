@@ -7,7 +7,8 @@
 // memory, tasks, file size and descriptors, network mode, extra mounts,
 // working directory and environment. Zero values mean the defaults of
 // Default (30 s, 512 MiB, 256 tasks, no network, 1 MiB of output per
-// stream). Parse reads a JSON policy and rejects unknown fields.
+// stream). Parse reads a JSON or YAML policy and rejects unknown fields,
+// naming the field (and, for JSON, the line and column) of a mistake.
 //
 // # Errors
 //

@@ -3,12 +3,17 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"path"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // Net is the network mode of a sandbox.
@@ -160,14 +165,33 @@ func (p *Policy) fill() {
 	}
 }
 
-// Parse reads a JSON policy. Unknown fields are an error; missing fields
-// take their defaults. The result is validated.
+// Parse reads a policy document, JSON or YAML (a document whose first
+// character is "{" is JSON; anything else is read as YAML, converted to
+// JSON with duplicate keys refused, then decoded the same way). Unknown
+// fields are an error; missing fields take their defaults. The result is
+// validated. Errors name the field, or the line and column of a JSON
+// syntax error, never Go's type names.
 func Parse(data []byte) (Policy, error) {
+	doc := bytes.TrimLeft(data, " \t\r\n")
+	isJSON := len(doc) > 0 && doc[0] == '{'
+	if len(doc) == 0 {
+		return Policy{}, Invalid("policy", "the document is empty; {} is the default policy")
+	}
+	if !isJSON {
+		j, err := yaml.YAMLToJSONStrict(data)
+		if err != nil {
+			return Policy{}, Invalid("policy", "YAML: %s", strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "))
+		}
+		if !bytes.HasPrefix(j, []byte("{")) {
+			return Policy{}, Invalid("policy", "a policy is a mapping of fields (e.g. \"timeout: 10s\"), not %s", j)
+		}
+		data = j
+	}
 	var p Policy
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
-		return Policy{}, Invalid("policy", "%v", err)
+		return Policy{}, decodeError(data, isJSON, err)
 	}
 	if dec.More() {
 		return Policy{}, Invalid("policy", "trailing data after the JSON object")
@@ -176,6 +200,84 @@ func Parse(data []byte) (Policy, error) {
 		return Policy{}, err
 	}
 	return p, nil
+}
+
+// decodeError says what is wrong with a policy document in a person's
+// terms: the field and the kind of value it takes, or where a JSON
+// document stops making sense (line and column, 1-based; positions in a
+// YAML document's JSON conversion would mislead, so they are left out).
+func decodeError(data []byte, isJSON bool, err error) error {
+	at := func(off int64) string {
+		if !isJSON {
+			return ""
+		}
+		line, col := 1, 1
+		for _, c := range data[:min(int(off), len(data))] {
+			if col++; c == '\n' {
+				line, col = line+1, 1
+			}
+		}
+		return fmt.Sprintf(" at line %d, column %d", line, col)
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return Invalid("policy", "JSON syntax error%s: %s", at(syn.Offset), strings.TrimPrefix(syn.Error(), "json: "))
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "policy"
+		}
+		return Invalid(field, "a %s cannot be %s%s", typ.Value, kindOf(typ.Type), at(typ.Offset))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return Invalid("policy", "the document ends before its object closes%s", at(int64(len(data))))
+	}
+	return Invalid(failingField(data), "%s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// failingField finds the top-level field whose value a decoding error
+// came from (json reports a value's own UnmarshalJSON error, a Size's or
+// a Duration's, without its field): each field is decoded alone.
+func failingField(data []byte) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil {
+		return "policy"
+	}
+	t := reflect.TypeFor[Policy]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		raw, ok := fields[name]
+		if ok && json.Unmarshal(raw, reflect.New(t.Field(i).Type).Interface()) != nil {
+			return name
+		}
+	}
+	return "policy"
+}
+
+// kindOf names the kind of value a policy field takes.
+func kindOf(t reflect.Type) string {
+	switch t {
+	case reflect.TypeFor[Duration]():
+		return "a duration (\"30s\", or a number of seconds)"
+	case reflect.TypeFor[Size]():
+		return "a size (\"64MiB\", or a number of bytes)"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a " + t.Kind().String()
 }
 
 // Validate fills in defaults and checks every field. Errors match ErrInvalid.

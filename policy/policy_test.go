@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -67,5 +68,77 @@ func TestErrorClasses(t *testing.T) {
 	}
 	if _, err := Preset("turbo"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("unknown preset: %v", err)
+	}
+}
+
+// A YAML document is the same policy as its JSON twin; YAML's own
+// mistakes (duplicate keys, a non-mapping) and a field the policy does
+// not have are refused as invalid.
+func TestParseYAML(t *testing.T) {
+	js, err := Parse([]byte(`{"timeout": "2s", "memory": "64MiB", "pids": 32, "net": "loopback",
+		"setenv": {"A": "1"}, "mounts": [{"type": "ro-bind", "source": "/srv", "target": "/data"}],
+		"seccomp": {"rules": [{"names": ["ptrace"], "action": "errno", "errno": 1}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := Parse([]byte(`# a comment
+timeout: 2s
+memory: 64MiB
+pids: 32
+net: loopback
+setenv:
+  A: "1"
+mounts:
+  - {type: ro-bind, source: /srv, target: /data}
+seccomp:
+  rules:
+    - names: [ptrace]
+      action: errno
+      errno: 1
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(js, y) {
+		t.Fatalf("YAML and JSON differ:\n%+v\n%+v", y, js)
+	}
+	for name, doc := range map[string]string{
+		"duplicate key": "timeout: 1s\ntimeout: 2s\n",
+		"unknown field": "timeuot: 1s\n",
+		"not a mapping": "- timeout\n",
+		"a scalar":      "hello\n",
+		"bad indent":    "timeout: 1s\n  memory: 1\n",
+		"empty":         " \n",
+	} {
+		if _, err := Parse([]byte(doc)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: got %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+// Decoding errors speak of fields and kinds of values, with the line and
+// column of a JSON mistake, never of Go types.
+func TestParseErrorsNameFieldAndPlace(t *testing.T) {
+	for doc, want := range map[string][]string{
+		`{"pids": "many"}`:                           {"invalid pids:", "a string cannot be a whole number", "line 1, column"},
+		"{\n  \"best_effort\": 1\n}":                 {"invalid best_effort:", "true or false", "line 2"},
+		"{\n  \"timeout\": \"1s\",\n  \"pids\" 3\n}": {"JSON syntax error at line 3, column", "invalid character"},
+		`{"timeout": "1s"`:                           {"ends before its object closes", "line 1"},
+		"pids: many\n":                               {"invalid pids:", "a string cannot be a whole number"},
+		`{"mounts": {"type": "tmpfs"}}`:              {"invalid mounts:", "cannot be a list"},
+	} {
+		_, err := Parse([]byte(doc))
+		if err == nil {
+			t.Errorf("%q: accepted", doc)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: %q does not say %q", doc, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "policy.") || strings.Contains(err.Error(), "int64") {
+			t.Errorf("%q: %q names Go types", doc, err)
+		}
 	}
 }
