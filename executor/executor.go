@@ -147,7 +147,11 @@ func (e *Executor) filter(s policy.Seccomp) (*seccomp.Filter, error) {
 	if s.Profile == "none" {
 		return nil, nil
 	}
-	key, err := e.filterKey(s)
+	body, err := seccomp.ReadProfile(s)
+	if err != nil {
+		return nil, err
+	}
+	key, err := e.filterKey(s, body)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +162,7 @@ func (e *Executor) filter(s policy.Seccomp) (*seccomp.Filter, error) {
 		return f, nil
 	}
 	if f, ok = e.loadCached(key); !ok {
-		prof, err := seccomp.Resolve(s)
+		prof, err := seccomp.ResolveData(s, body)
 		if err != nil {
 			return nil, err
 		}

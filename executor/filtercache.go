@@ -26,20 +26,16 @@ import (
 // profile's content, and everything the compilation depends on (arch,
 // libseccomp, kernel release for the Docker profile's kernel-dependent
 // rules, kill-by-notify, and this binary).
-func (e *Executor) filterKey(s policy.Seccomp) (string, error) {
+// body is the imported profile's content (seccomp.ReadProfile), read once
+// for both the key and the compilation.
+func (e *Executor) filterKey(s policy.Seccomp, body []byte) (string, error) {
 	h := sha256.New()
 	desc, err := seccompDesc(s)
 	if err != nil {
 		return "", err
 	}
 	h.Write(desc)
-	if s.Profile != "" && s.Profile != "default" && s.Profile != "none" {
-		body, err := os.ReadFile(s.Profile)
-		if err != nil {
-			return "", policy.Invalid("seccomp profile", "%v", err)
-		}
-		h.Write(body)
-	}
+	h.Write(body)
 	var uts unix.Utsname
 	unix.Uname(&uts)
 	fmt.Fprintf(h, "\x00%s\x00%s\x00%v\x00%s\x00%s", runtime.GOARCH, seccomp.LibraryVersion(), e.notify, unix.ByteSliceToString(uts.Release[:]), e.self)

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-sandbox/airlock/seccomp"
-
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/seccomp"
+	"golang.org/x/sys/unix"
 )
 
 // The on-disk filter cache is reused across executors, and ignored when
@@ -38,7 +38,7 @@ func TestFilterCacheOnDisk(t *testing.T) {
 		t.Fatalf("after pruning: json %v, stale %v, fresh %v, stored %v", exists(old), exists(stale), exists(fresh), exists(files[0]))
 	}
 	e2, _ := New(Config{SeccompCacheDir: dir})
-	key, _ := e2.filterKey(policy.Seccomp{Profile: "default"})
+	key, _ := e2.filterKey(policy.Seccomp{Profile: "default"}, nil)
 	f2, ok := e2.loadCached(key)
 	if !ok || !reflect.DeepEqual(f2, f1) {
 		t.Fatalf("cached filter not reused as it was stored: %v", ok)
@@ -54,7 +54,7 @@ func TestFilterCacheOnDisk(t *testing.T) {
 		t.Fatal("a world-writable cache dir was trusted")
 	}
 	// A different policy gets a different key.
-	k2, _ := e2.filterKey(policy.Seccomp{Profile: "default", Rules: []policy.SyscallRule{{Names: []string{"getpid"}, Action: policy.ActKill}}})
+	k2, _ := e2.filterKey(policy.Seccomp{Profile: "default", Rules: []policy.SyscallRule{{Names: []string{"getpid"}, Action: policy.ActKill}}}, nil)
 	if k2 == key {
 		t.Fatal("rules do not change the cache key")
 	}
@@ -103,3 +103,38 @@ func TestCachedFilterForm(t *testing.T) {
 }
 
 func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+// An imported profile is read once, for both the cache key and the
+// compilation: the filter cached under a key is the one compiled from
+// the bytes that made the key. A FIFO gives its content to one reader
+// only: a second read of it finds no writer and blocks, which fails here.
+// (A FIFO is also what `--policy <(...)`-style callers pass.)
+func TestImportedProfileReadOnce(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "profile.json")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err == nil {
+			f.WriteString(`{"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [{"names": ["read", "write", "exit_group"], "action": "SCMP_ACT_ALLOW"}]}`)
+			f.Close()
+		}
+	}()
+	e, _ := New(Config{})
+	defer e.Close()
+	done := make(chan error, 1)
+	go func() { _, err := e.filter(policy.Seccomp{Profile: fifo}); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		// Unblock the second open so the goroutine ends, then fail.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("the profile file was read twice (key, then compilation)")
+	}
+}

@@ -83,20 +83,54 @@ func socketFamily(af uint64) policy.SyscallRule {
 }
 
 // Resolve builds the profile a policy asks for: its base, with its rules
-// applied. It returns nil for profile "none".
+// applied. It returns nil for profile "none". An imported profile is read
+// from its file; see ResolveData to use bytes read already.
 func Resolve(s policy.Seccomp) (*Profile, error) {
+	body, err := ReadProfile(s)
+	if err != nil {
+		return nil, err
+	}
+	return ResolveData(s, body)
+}
+
+// Imported reports whether s imports a Docker or OCI profile file.
+func Imported(s policy.Seccomp) bool {
+	return s.Profile != "" && s.Profile != "default" && s.Profile != "none"
+}
+
+// ReadProfile reads the profile file s imports (nil when it imports
+// none). A caller that keys a cache by the file's content reads it once
+// and passes the same bytes to ResolveData, so what is compiled is what
+// was keyed, whatever happens to the file in between.
+func ReadProfile(s policy.Seccomp) ([]byte, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if !Imported(s) {
+		return nil, nil
+	}
+	body, err := os.ReadFile(s.Profile)
+	if err != nil {
+		return nil, policy.Invalid("seccomp profile", "%v", err)
+	}
+	return body, nil
+}
+
+// ResolveData is Resolve with the imported profile's content given
+// (ReadProfile's), never read from the file again.
+func ResolveData(s policy.Seccomp, body []byte) (*Profile, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	var p *Profile
 	var err error
-	switch s.Profile {
-	case "none":
+	switch {
+	case s.Profile == "none":
 		return nil, nil
-	case "", "default":
+	case !Imported(s):
 		p, err = DefaultProfile()
 	default:
-		p, err = ImportFile(s.Profile)
+		p, err = Import(s.Profile, body)
 	}
 	if err != nil {
 		return nil, err
@@ -105,21 +139,17 @@ func Resolve(s policy.Seccomp) (*Profile, error) {
 	return p, nil
 }
 
-// ImportFile reads a Docker or OCI seccomp JSON profile. Docker's
-// conditional entries (includes/excludes by architecture, kernel,
-// capabilities) are expanded for this host and a process with no
+// Import converts a Docker or OCI seccomp JSON profile, named name.
+// Docker's conditional entries (includes/excludes by architecture,
+// kernel, capabilities) are expanded for this host and a process with no
 // capabilities. Only the native architecture is compiled; the profile's
 // flags are ignored.
-func ImportFile(path string) (*Profile, error) {
-	body, err := os.ReadFile(path)
-	if err != nil {
-		return nil, policy.Invalid("seccomp profile", "%v", err)
-	}
+func Import(name string, body []byte) (*Profile, error) {
 	oci, err := moby.LoadProfile(string(body), &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}})
 	if err != nil {
-		return nil, policy.Invalid("seccomp profile", "%s: %v", path, err)
+		return nil, policy.Invalid("seccomp profile", "%s: %v", name, err)
 	}
-	return FromOCI(path, oci)
+	return FromOCI(name, oci)
 }
 
 // FromOCI converts an OCI seccomp configuration.
