@@ -1,9 +1,6 @@
 package seccomp
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"slices"
 
 	"github.com/airlock-sandbox/airlock/policy"
@@ -49,13 +46,6 @@ func (p *Profile) RuleCount() int {
 		n += len(r.Names)
 	}
 	return n
-}
-
-// Hash identifies the profile's content, for caching compiled filters.
-func (p *Profile) Hash() string {
-	b, _ := json.Marshal(p)
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }
 
 func deny(errno int, names ...string) policy.SyscallRule {

@@ -2,7 +2,6 @@ package seccomp
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -40,15 +39,15 @@ func Assemble(insns []bpf.Instruction) (Program, error) {
 // Filter is a compiled filter and what it came from, as the jail needs it.
 type Filter struct {
 	// Profile names the profile ("default", a file path).
-	Profile string `json:"profile"`
+	Profile string
 	// Rules is the profile's number of (syscall, rule) pairs.
-	Rules int `json:"rules"`
+	Rules int
 	// Program is the BPF to load.
-	Program Program `json:"program"`
+	Program Program
 	// Notify says kill actions are SECCOMP_RET_USER_NOTIF: the loader asks
 	// for a listener and the supervisor kills on a notification, naming
 	// the syscall.
-	Notify bool `json:"notify"`
+	Notify bool
 }
 
 // AppendRaw appends p as raw struct sock_filter records (8 bytes each,
@@ -74,24 +73,4 @@ func ParseRaw(raw []byte) (Program, error) {
 		p[i] = Instruction{Code: binary.LittleEndian.Uint16(r), Jt: r[2], Jf: r[3], K: binary.LittleEndian.Uint32(r[4:])}
 	}
 	return p, nil
-}
-
-// MarshalJSON encodes the program compactly: base64 of its raw form
-// (AppendRaw).
-func (p Program) MarshalJSON() ([]byte, error) {
-	return json.Marshal(p.AppendRaw(nil))
-}
-
-// UnmarshalJSON decodes MarshalJSON's form.
-func (p *Program) UnmarshalJSON(b []byte) error {
-	var raw []byte
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	prog, err := ParseRaw(raw)
-	if err != nil {
-		return err
-	}
-	*p = prog
-	return nil
 }
