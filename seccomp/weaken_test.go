@@ -12,7 +12,9 @@ import (
 // policy, and rules that only tighten or allow what the default allows,
 // name nothing.
 func TestWeakenings(t *testing.T) {
-	allow := func(names ...string) policy.SyscallRule { return policy.SyscallRule{Names: names, Action: policy.ActAllow} }
+	allow := func(names ...string) policy.SyscallRule {
+		return policy.SyscallRule{Names: names, Action: policy.ActAllow}
+	}
 	for _, c := range []struct {
 		name string
 		mod  func(*policy.Policy)
