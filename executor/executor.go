@@ -438,7 +438,7 @@ func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
 			return nsjail.Spec{}, nil, err
 		}
 	}
-	plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, TmpfsSize: p.MemoryLimit(), Extra: extra})
+	plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, TmpfsSize: p.MemoryLimit(), HostNetwork: p.Net == policy.NetHost, Extra: extra})
 	if err != nil {
 		return nsjail.Spec{}, nil, policy.Invalid("mounts", "%v", err)
 	}

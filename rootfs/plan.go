@@ -2,6 +2,7 @@ package rootfs
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strings"
@@ -75,6 +76,16 @@ type Options struct {
 	TmpfsSize int64
 	// Hostname goes into the synthetic /etc/hostname and /etc/hosts.
 	Hostname string
+	// HostNetwork says the sandbox shares the host's network: it gets the
+	// host's resolver configuration (/etc/resolv.conf and /etc/hosts,
+	// copied into files of its own) and, as with CACerts, its CA
+	// certificates. Without it, /etc/hosts is synthetic and there is no
+	// resolv.conf: no name can resolve where no resolver is reachable.
+	HostNetwork bool
+	// CACerts binds the host's CA certificates (/etc/ssl/certs, what
+	// Debian's ca-certificates installs; its links point into /usr),
+	// read-only: for a sandbox that reaches out through a proxy.
+	CACerts bool
 	// Extra steps are appended after the default filesystem, in order.
 	Extra []Op
 }
@@ -83,10 +94,18 @@ type Options struct {
 // as symlinks when they are symlinks (merged /usr).
 var systemDirs = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
-// etcBinds are the only host /etc entries visible inside: what the dynamic
-// loader and the Debian alternatives system need. Everything else under
-// /etc is synthetic or absent.
-var etcBinds = []string{"/etc/ld.so.cache", "/etc/alternatives"}
+// etcBinds are the only host /etc entries visible inside whatever the
+// network: what the dynamic loader and Debian's alternatives need, the
+// service and protocol tables (getservbyname, getaddrinfo with a service
+// name) and the locale aliases. They say nothing about the host. All
+// else under /etc is synthetic, absent, or a network's (netEtc).
+var etcBinds = []string{"/etc/ld.so.cache", "/etc/alternatives", "/etc/services", "/etc/protocols", "/etc/locale.alias"}
+
+// caCerts is where Debian's ca-certificates puts the trusted roots.
+const caCerts = "/etc/ssl/certs"
+
+// maxEtcCopy bounds a host /etc file copied into the plan.
+const maxEtcCopy = 64 << 10
 
 // devNodes are the host character devices bound into the minimal /dev.
 var devNodes = []string{"null", "zero", "full", "random", "urandom"}
@@ -141,8 +160,11 @@ func Default(o Options) (Plan, error) {
 	if link, err := os.Readlink("/etc/localtime"); err == nil && strings.HasPrefix(link, "/usr/") {
 		add(Op{Kind: KindSymlink, Source: link, Target: "/etc/localtime"})
 	}
-	for _, f := range syntheticEtc(host) {
+	for _, f := range syntheticEtc(host, o.HostNetwork) {
 		add(Op{Kind: KindFile, Target: "/etc/" + f[0], Data: f[1]})
+	}
+	if o.HostNetwork || o.CACerts {
+		add(Op{Kind: KindBind, Source: caCerts, Target: caCerts, ReadOnly: true, Optional: true})
 	}
 
 	// /proc: the sandbox's own pid namespace, never the host's.
@@ -189,15 +211,47 @@ func tmpfsOpts(size int64, mode string) string {
 }
 
 // syntheticEtc returns the generated /etc files, name and contents, in a
-// fixed order so that equal options give equal plans.
-func syntheticEtc(host string) [][2]string {
-	return [][2]string{
+// fixed order so that equal options give equal plans. On the host's
+// network, hosts and resolv.conf are copies of the host's (a resolv.conf
+// the host lacks, or one over maxEtcCopy, is left out: the resolver then
+// asks 127.0.0.1, as it would on the host).
+func syntheticEtc(host string, hostNet bool) [][2]string {
+	hosts := "127.0.0.1\tlocalhost " + host + "\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+	nss := "passwd: files\ngroup: files\nhosts: files\n"
+	var resolv string
+	if hostNet {
+		hosts = hostEtc("/etc/hosts", hosts)
+		resolv = hostEtc("/etc/resolv.conf", "")
+		nss = "passwd: files\ngroup: files\nhosts: files dns\n"
+	}
+	files := [][2]string{
 		{"passwd", "root:x:0:0:root:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"},
 		{"group", "root:x:0:\nnogroup:x:65534:\n"},
-		{"hosts", "127.0.0.1\tlocalhost " + host + "\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
+		{"hosts", hosts},
 		{"hostname", host + "\n"},
-		{"nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n"},
+		{"nsswitch.conf", nss},
 	}
+	if resolv != "" {
+		files = append(files, [2]string{"resolv.conf", resolv})
+	}
+	return files
+}
+
+// hostEtc is the content of the host's file path, or def when it cannot
+// be read or is larger than maxEtcCopy. Read through any symlink
+// (systemd-resolved links resolv.conf into /run): the copy is a plain
+// file inside.
+func hostEtc(path, def string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return def
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxEtcCopy+1))
+	if err != nil || len(b) > maxEtcCopy {
+		return def
+	}
+	return string(b)
 }
 
 // Validate checks that every target is an absolute clean path, that the

@@ -42,11 +42,24 @@ func TestDefaultPlanShape(t *testing.T) {
 			t.Errorf("/dev/%s: %+v", n, op)
 		}
 	}
-	// Nothing of the host's /etc but the loader cache and alternatives.
+	// Nothing of the host's /etc but the loader's, alternatives, the
+	// service and protocol tables and locale aliases; no resolver, no CA
+	// certificates without a network.
 	for tgt, op := range byTarget {
-		if strings.HasPrefix(tgt, "/etc/") && op.Kind == KindBind && tgt != "/etc/ld.so.cache" && tgt != "/etc/alternatives" {
+		if strings.HasPrefix(tgt, "/etc/") && op.Kind == KindBind && !slices.Contains(etcBinds, tgt) {
 			t.Errorf("host /etc entry bound: %s", tgt)
 		}
+	}
+	for _, e := range []string{"/etc/services", "/etc/protocols", "/etc/ld.so.cache"} {
+		if op := byTarget[e]; op.Kind != KindBind || !op.ReadOnly {
+			t.Errorf("%s: %+v", e, op)
+		}
+	}
+	if _, ok := byTarget["/etc/resolv.conf"]; ok {
+		t.Error("resolv.conf without a network")
+	}
+	if _, ok := byTarget[caCerts]; ok {
+		t.Error("CA certificates without a network")
 	}
 	// Merged /usr: the host's symlinked system dirs are recreated as links.
 	if link, err := os.Readlink("/bin"); err == nil {
@@ -86,5 +99,41 @@ func TestValidateRejects(t *testing.T) {
 		if err := (Plan{Ops: []Op{op}}).Validate(); err == nil {
 			t.Errorf("accepted %+v", op)
 		}
+	}
+}
+
+// On the host's network the sandbox resolves names as the host does (its
+// hosts and resolv.conf, copied) and trusts its CA certificates; CACerts
+// alone adds only the certificates.
+func TestNetworkEtc(t *testing.T) {
+	byTarget := func(o Options) map[string]Op {
+		p, err := Default(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]Op{}
+		for _, op := range p.Ops {
+			m[op.Target] = op
+		}
+		return m
+	}
+	host := byTarget(Options{HostNetwork: true})
+	if want, err := os.ReadFile("/etc/resolv.conf"); err == nil {
+		if op := host["/etc/resolv.conf"]; op.Kind != KindFile || op.Data != string(want) {
+			t.Errorf("resolv.conf: %+v", op)
+		}
+	}
+	if want, _ := os.ReadFile("/etc/hosts"); host["/etc/hosts"].Data != string(want) {
+		t.Errorf("hosts: %q", host["/etc/hosts"].Data)
+	}
+	if op := host[caCerts]; op.Kind != KindBind || !op.ReadOnly || op.Source != caCerts {
+		t.Errorf("CA certificates on the host network: %+v", op)
+	}
+	proxied := byTarget(Options{CACerts: true})
+	if _, ok := proxied["/etc/resolv.conf"]; ok || proxied[caCerts].Kind != KindBind {
+		t.Errorf("CACerts: resolv.conf %v, certs %+v", ok, proxied[caCerts])
+	}
+	if strings.Contains(proxied["/etc/hosts"].Data, "\n") && !strings.HasPrefix(proxied["/etc/hosts"].Data, "127.0.0.1\tlocalhost airlock") {
+		t.Errorf("synthetic hosts: %q", proxied["/etc/hosts"].Data)
 	}
 }
