@@ -16,13 +16,15 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/probe"
 )
 
+const doctorUsage = "usage: airlock doctor [--json]\n\nWhat this host can enforce, and how to fix what it cannot; exit 0 when\neverything the default policy needs is there, 1 otherwise.\n"
+
 // doctorCmd implements `airlock doctor [--json]`: what this host can
 // enforce, and how to fix what it cannot. Exit 0 when everything the
 // default policy needs is there, 1 otherwise.
 func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	asJSON := len(args) == 1 && args[0] == "--json"
 	if len(args) > 1 || len(args) == 1 && !asJSON {
-		fmt.Fprintln(stderr, "usage: airlock doctor [--json]")
+		fmt.Fprint(stderr, doctorUsage)
 		return 2
 	}
 	r := *probe.Run()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -8,13 +9,19 @@ import (
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
+// execFlagSet is exec's flag set: the run flags, --lang and -c.
+func execFlagSet(stderr io.Writer) (*flag.FlagSet, *runFlags, *string, *string) {
+	fs, f := runFlagSet("exec", "usage: airlock exec --lang L [-c CODE | FILE | -] [flags] [ARGS...]", stderr)
+	lang := fs.String("lang", "", "the language: python, node, bash, sh, ... (see airlock doctor)")
+	code := fs.String("c", "", "the program's source `code`")
+	return fs, f, lang, code
+}
+
 // execCmd implements `airlock exec --lang L [-c CODE | FILE | -] [ARGS...]`:
 // the code is written into /workspace as a file and run by the language's
 // interpreter, with ARGS as its arguments. Same flags and result as run.
 func execCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, f := runFlagSet("exec", "usage: airlock exec --lang L [-c CODE | FILE | -] [flags] [ARGS...]", stderr)
-	lang := fs.String("lang", "", "the language: python, node, bash, sh, ... (see airlock doctor)")
-	code := fs.String("c", "", "the program's source `code`")
+	fs, f, lang, code := execFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

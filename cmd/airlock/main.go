@@ -42,9 +42,11 @@ commands:
   posture [run flags] [--json]       what a sandbox under these flags looks like from inside
   policy show|validate|compile [NAME|FILE]
                                      inspect a policy and its seccomp filter
-  help                               this text
+  help [COMMAND]                     this text, or a command's usage and flags
+  version                            airlock's version, commit, Go, libseccomp, build token
+  completion bash|zsh                a shell completion script
 
-Run 'airlock run -h' for the flags.
+Run 'airlock help run' for the flags.
 `
 
 // cli runs one command and returns the process exit code.
@@ -65,8 +67,11 @@ func cli(args []string) int {
 	case "posture":
 		return postureCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "help", "-h", "--help":
-		fmt.Fprint(os.Stdout, usage)
-		return 0
+		return helpCmd(args[1:], os.Stdout, os.Stderr)
+	case "version", "--version":
+		return versionCmd(os.Stdout)
+	case "completion":
+		return completionCmd(args[1:], os.Stdout, os.Stderr)
 	}
 	fmt.Fprintf(os.Stderr, "airlock: unknown command %q\n%s", args[0], usage)
 	return 2

@@ -31,6 +31,8 @@ type postureReport struct {
 	Enforced nsjail.Enforced `json:"enforced"`
 }
 
+const postureUsage = "usage: airlock posture [run flags] [--json]"
+
 // postureCmd implements `airlock posture [run flags] [--json]`: it runs
 // airlock itself in a sandbox under the policy and prints what the
 // sandbox looks like from inside. The hidden forms `posture --inside`
@@ -49,7 +51,7 @@ func postureCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 0
 		}
 	}
-	fs, f := runFlagSet("posture", "usage: airlock posture [run flags] [--json]", stderr)
+	fs, f := runFlagSet("posture", postureUsage, stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -158,6 +158,8 @@ func (f *runFlags) policy() (policy.Policy, error) {
 	return p, p.Validate()
 }
 
+const runUsage = "usage: airlock run [flags] -- PROGRAM [ARGS...]"
+
 // runFlagSet is the flag set of run, exec and posture: the run flags,
 // errors and usage on stderr.
 func runFlagSet(name, usage string, stderr io.Writer) (*flag.FlagSet, *runFlags) {
@@ -173,7 +175,7 @@ func runFlagSet(name, usage string, stderr io.Writer) (*flag.FlagSet, *runFlags)
 }
 
 func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, f := runFlagSet("run", "usage: airlock run [flags] -- PROGRAM [ARGS...]", stderr)
+	fs, f := runFlagSet("run", runUsage, stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
