@@ -14,8 +14,8 @@ import (
 
 const policyUsage = `usage: airlock policy show|validate|compile [NAME|FILE]
 
-  NAME is a preset (default); FILE is a JSON policy or an OCI/Docker
-  seccomp profile (a JSON object with "defaultAction").
+  NAME is a preset (default); FILE is a policy (JSON or YAML) or an
+  OCI/Docker seccomp profile (a JSON object with "defaultAction").
   show      print the resolved policy and its seccomp rules as JSON
   validate  check the policy and compile its filter; exit 0 if both work
   compile   print the seccomp filter: instruction count and disassembly
@@ -73,10 +73,10 @@ func policyCmd(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// loadPolicy reads a preset, a JSON policy file, or a seccomp profile
+// loadPolicy reads a preset, a policy file (JSON or YAML), or a seccomp profile
 // file (which becomes the default policy with that seccomp profile).
 func loadPolicy(name string) (policy.Policy, error) {
-	if !strings.ContainsRune(name, '/') && !strings.HasSuffix(name, ".json") {
+	if !strings.ContainsRune(name, '/') && !strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml") {
 		return policy.Preset(name)
 	}
 	data, err := os.ReadFile(name)

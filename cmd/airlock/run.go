@@ -39,8 +39,8 @@ type runFlags struct {
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.policyFile, "policy", "", "JSON policy `file` (flags override it)")
-	fs.StringVar(&f.preset, "preset", "default", "policy preset `name`")
+	fs.StringVar(&f.policyFile, "policy", "", "policy `file`, JSON or YAML (flags override it)")
+	fs.StringVar(&f.preset, "preset", "", "policy preset `name` (default \"default\"; not with --policy)")
 	fs.StringVar(&f.timeout, "timeout", "", "wall-clock limit, e.g. 10s (default 30s)")
 	fs.StringVar(&f.cpuTime, "cpu-time", "", "CPU-time limit, e.g. 5s")
 	fs.StringVar(&f.memory, "memory", "", "memory limit, e.g. 256MiB (default 512MiB)")
@@ -60,8 +60,14 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.bestEffort, "best-effort", false, "run even if some limits cannot be enforced (reported)")
 }
 
-// policy builds the policy: preset or file, then the flags on top.
+// policy builds the policy: preset or file, then the flags on top. A
+// preset and a file together are refused, not merged: a policy file is
+// whole (what it leaves out is the default policy's), and which of the
+// two would win for a field is a guess no caller should have to make.
 func (f *runFlags) policy() (policy.Policy, error) {
+	if f.preset != "" && f.policyFile != "" {
+		return policy.Policy{}, policy.Invalid("--preset", "%q cannot be combined with --policy %s: a policy file is complete on its own (the fields it leaves out take the default policy's values); give one of them", f.preset, f.policyFile)
+	}
 	p, err := policy.Preset(f.preset)
 	if err != nil {
 		return p, err
