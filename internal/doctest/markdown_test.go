@@ -11,16 +11,29 @@ import (
 	"unicode"
 )
 
-// repoRoot is the checkout this file belongs to; t is skipped when it
-// cannot be read (the rootless pass may not reach a private checkout).
+// repoRoot is the checkout this package belongs to: found from this
+// file's compile-time path, or from the working directory (go test and
+// the suite's root pass run in the package's directory; a -trimpath
+// build has no absolute file path). t is skipped when neither can be
+// read: the rootless pass may not reach a private checkout, and the root
+// pass checks it.
 func repoRoot(t *testing.T) string {
 	t.Helper()
+	var tried []string
 	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Skipf("source tree not readable here (the root pass checks it): %v", err)
+	candidates := []string{filepath.Join(filepath.Dir(file), "..", "..")}
+	if wd, err := os.Getwd(); err == nil {
+		candidates = append(candidates, filepath.Join(wd, "..", ".."))
 	}
-	return root
+	for _, root := range candidates {
+		if _, err := os.Stat(filepath.Join(root, "internal", "doctest", "doc.go")); err != nil {
+			tried = append(tried, err.Error())
+			continue
+		}
+		return root
+	}
+	t.Skipf("source tree not readable here (the root pass checks it): %s", strings.Join(tried, "; "))
+	return ""
 }
 
 // docFiles are the documents the tests cover, relative to the root:
