@@ -283,17 +283,27 @@ func env(home, tmp string) []string {
 // bare runs args in a fresh directory (cwd and HOME, TMPDIR below it)
 // with files written there first, as this process's user, in a process
 // group of its own that is killed when it ends (stray children included).
-// It returns the run and the directory, which t removes.
+// It returns the run and the directory, which t removes. It may run on a
+// goroutine of its own: a failure to set up is reported with t.Errorf
+// and a run with no report.
 func bare(t *testing.T, args []string, files map[string][]byte, budget time.Duration) (*run, string) {
 	t.Helper()
-	dir := t.TempDir()
+	setupErr := func(err error) (*run, string) {
+		t.Errorf("bare %q: %v", args, err)
+		return &run{Where: "bare", Exit: -1, Status: "error", Crashed: err.Error()}, ""
+	}
+	dir, err := os.MkdirTemp("", "airlock-compat-bare-")
+	if err != nil {
+		return setupErr(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	tmp := filepath.Join(dir, ".tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
-		t.Fatal(err)
+		return setupErr(err)
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
+			return setupErr(err)
 		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), budget)
@@ -306,7 +316,7 @@ func bare(t *testing.T, args []string, files map[string][]byte, budget time.Dura
 	cmd.WaitDelay = 10 * time.Second
 	r := &run{Where: "bare", Exit: -1}
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	r.Wall = time.Since(start)
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what it left behind
@@ -324,7 +334,7 @@ func bare(t *testing.T, args []string, files map[string][]byte, budget time.Dura
 	case errors.As(err, &ee):
 		r.Status = "signal " + ee.Sys().(syscall.WaitStatus).Signal().String()
 	default:
-		t.Fatalf("bare %q: %v", args, err)
+		return setupErr(err)
 	}
 	return r, dir
 }
@@ -406,7 +416,9 @@ func regrtest(t *testing.T, where string, m module, match []string) *run {
 	var err error
 	if where == "bare" {
 		var dir string
-		r, dir = bare(t, args, nil, m.budget())
+		if r, dir = bare(t, args, nil, m.budget()); dir == "" {
+			return r // not set up; t has the error
+		}
 		data, err = os.ReadFile(filepath.Join(dir, "result.xml"))
 	} else {
 		var files []executor.File
