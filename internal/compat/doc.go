@@ -20,6 +20,11 @@
 // failing inside. When a gap is fixed, its cases pass inside and the
 // suite fails until the exception is removed.
 //
+// A case that passes bare and differs inside with no exception for it
+// is run once more inside on its own (regrtest --match): if it passes
+// then, it counts as flaky (logged, and a column of the table), not as
+// a failure. Cases that fail bare are host quirks, counted, not judged.
+//
 // # Sets
 //
 // By default a set of modules sized for every CI pass runs; with
