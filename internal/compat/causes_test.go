@@ -143,6 +143,15 @@ print(os.path.exists("/dev/pts"), os.path.exists("/dev/ptmx"), errnoOf(os.openpt
 	}
 }
 
+// checkPid1 (open): the program is pid 1 of its pid namespace (DESIGN:
+// a tiny reaper is pid 1, the program its child), so the kernel drops
+// the default-action signals it sends itself: a self-SIGTERM or SIGKILL
+// is survived, and abort() ends by SIGSEGV, not SIGABRT.
+func checkPid1(t *testing.T) {
+	code := "import os, signal; print(os.getpid()); os.kill(os.getpid(), signal.SIGTERM); print('survived')"
+	want(t, "inside: pid, then a SIGTERM to itself", probeInside(t, code), "1\nsurvived")
+}
+
 // TestTableWellFormed: every cause has a reason, a check and cases;
 // every case names a module or tool of the table; none is listed twice
 // for the same pass.
@@ -154,6 +163,7 @@ func TestTableWellFormed(t *testing.T) {
 	for _, tl := range tools {
 		known["tool."+tl.Name+"."] = true
 	}
+	known["tool.signals."] = true
 	seen := map[string]string{}
 	for _, c := range causes {
 		if c.Why == "" || c.Check == nil || len(c.Cases) == 0 || (c.Kind != design && c.Kind != open) {

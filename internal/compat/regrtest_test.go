@@ -22,6 +22,7 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
+	"golang.org/x/sys/unix"
 )
 
 // python is the interpreter whose test suite runs: Debian's, by absolute
@@ -332,7 +333,7 @@ func bare(t *testing.T, args []string, files map[string][]byte, budget time.Dura
 		r.Exit = ee.ExitCode()
 		r.Status = fmt.Sprint("exit ", r.Exit)
 	case errors.As(err, &ee):
-		r.Status = "signal " + ee.Sys().(syscall.WaitStatus).Signal().String()
+		r.Status = "signal " + unix.SignalName(ee.Sys().(syscall.WaitStatus).Signal())
 	default:
 		return setupErr(err)
 	}

@@ -152,6 +152,18 @@ var causes = []*cause{
 		},
 	},
 	{
+		Name: "pid1", Kind: open, Check: checkPid1,
+		Why: "issue 16: the program is pid 1 of its pid namespace, so default-action signals it sends itself are dropped (a self-SIGTERM, SIGKILL or SIGINT is survived; abort() falls through to SIGSEGV)",
+		Cases: []exception{
+			{Case: "tool.signals.sigterm"},
+			{Case: "tool.signals.sigkill"},
+			{Case: "tool.signals.abort"},
+			// Python ends a KeyboardInterrupt by SIGINT to itself;
+			// surviving it, it exits 130 instead.
+			{Case: "tool.signals.sigint"},
+		},
+	},
+	{
 		Name: "no-devpts", Kind: open, Check: checkNoDevpts,
 		Why: "issue 16: no /dev/pts or /dev/ptmx inside (DESIGN promises a private devpts), so openpty fails with ENOENT",
 		Cases: []exception{

@@ -97,6 +97,42 @@ func TestTools(t *testing.T) {
 	}
 }
 
+// selfSignals are programs that end by what they do to themselves, run
+// as the sandbox's program: DESIGN promises that signals, abort() and
+// self-kills behave and are reported exactly as outside. Case
+// "tool.signals.NAME" passes when the run ends as it does bare (status
+// and output).
+var selfSignals = []struct{ Name, Code string }{
+	{"sigterm", "import os, signal; os.kill(os.getpid(), signal.SIGTERM); print('survived')"},
+	{"sigkill", "import os, signal; os.kill(os.getpid(), signal.SIGKILL); print('survived')"},
+	{"abort", "import os; os.abort()"},
+	{"sigint", "import signal; signal.raise_signal(signal.SIGINT)"},
+	{"exit", "print('bye'); raise SystemExit(3)"},
+}
+
+// TestSelfSignals runs each of selfSignals bare and inside and compares
+// them as TestCPython compares a module's cases.
+func TestSelfSignals(t *testing.T) {
+	testutil.RequireUserNS(t)
+	testutil.RequireBinary(t, "python3")
+	b := &run{Where: "bare", Status: "exit 0", Cases: map[string]caseResult{}}
+	in := &run{Where: "inside", Status: "exit 0", Cases: map[string]caseResult{}}
+	for _, p := range selfSignals {
+		id := "tool.signals." + p.Name
+		args := []string{python, "-c", p.Code}
+		pb, _ := bare(t, args, nil, time.Minute)
+		pi, _ := inside(t, args, nil, time.Minute)
+		b.Wall, in.Wall = b.Wall+pb.Wall, in.Wall+pi.Wall
+		b.Cases[id] = caseResult{Outcome: passed}
+		if got, want := pi.Status+": "+clip(string(pi.Log)), pb.Status+": "+clip(string(pb.Log)); got != want {
+			in.Cases[id] = caseResult{failed, fmt.Sprintf("bare %q, inside %q", want, got)}
+		} else {
+			in.Cases[id] = caseResult{Outcome: passed}
+		}
+	}
+	judge(t, "tool signals", "tool.signals.", b, in, nil)
+}
+
 // script is the shell script that runs the steps, each in a subshell,
 // and reports each as "@@step ID rc=N" and its output.
 func (tl tool) script() string {
