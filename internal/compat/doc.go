@@ -4,21 +4,22 @@
 //
 // The package has no code; it is all tests. They run a fixed set of
 // CPython's own test modules (Debian's libpython3.11-testsuite, through
-// python3 -m test) and a few everyday tools (tar, gzip, git, gcc, node)
-// twice, bare as the test's own user and inside airlock with the default
-// policy (only the time, memory and task limits raised for the test
-// suite), and compare them test case by test case: a case that passes
-// bare must pass inside.
+// python3 -m test), a few everyday tools (tar, gzip, git, gcc, node) and
+// programs that signal or abort themselves, each twice: bare as the
+// test's own user, and inside airlock with the default policy (only the
+// time, memory and task limits raised for the test suite). They compare
+// the two case by case: a case that passes bare must pass inside.
 //
 // # Exceptions
 //
 // Every case allowed to differ is listed in one table (table_test.go),
-// under its cause, and every cause carries a check that it still holds:
-// a design cause (a limit on purpose: no network, the file size limit)
-// with a probe showing the limit is what differs; an open cause (a
-// fidelity gap being fixed under issue 16) by the listed cases still
-// failing inside. When a gap is fixed, its cases pass inside and the
-// suite fails until the exception is removed.
+// under its cause, and every cause carries a check that it still holds
+// (TestCauses): a design cause (a limit on purpose: the file size limit,
+// no capabilities) with a probe showing the limit inside; an open cause
+// (a fidelity gap being fixed under issue 16) with a probe showing the
+// gap. Every listed case must also still differ inside: when a gap is
+// fixed, its cases pass inside and the suite fails until the exception
+// is removed.
 //
 // A case that passes bare and differs inside with no exception for it
 // is run once more inside on its own (regrtest --match): if it passes
