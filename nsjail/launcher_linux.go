@@ -173,8 +173,11 @@ func (s *Sandbox) launch() (*initChannels, error) {
 	// not even its own setup escapes the limits. On v1 it gets the
 	// group's tasks files and its exec thread moves itself first thing
 	// (see SelfFiles: no global lock, no grace period to wait for).
-	// Where clone3 is refused (old kernels, an outer seccomp), build
-	// places it by pid.
+	// Where clone3 is refused, build places it by pid: on Linux >= 5.12
+	// that is an outer seccomp filter (Docker's default profile answers
+	// clone3 with ENOSYS, so that libcs fall back to clone) or a target
+	// the kernel will not place a task in by clone (EOPNOTSUPP: not a
+	// valid domain cgroup).
 	cgfd := -1
 	var tasks []*os.File
 	if g := s.spec.Cgroup; g != nil {
@@ -200,7 +203,7 @@ func (s *Sandbox) launch() (*initChannels, error) {
 	s.start = time.Now()
 	s.startNS = monotonicNS()
 	err = s.startInit(specR, statusW, cgfd, tasks)
-	if cgfd >= 0 && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.E2BIG)) {
+	if cgfd >= 0 && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
 		s.placed = false
 		err = s.startInit(specR, statusW, -1, nil)
 	}
