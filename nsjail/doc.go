@@ -49,10 +49,12 @@
 // # Process backend
 //
 // Spec.Process runs the program without namespaces or root filesystem:
-// the init then only sets rlimits, the working directory, close-on-exec
-// fds, an empty capability set, no_new_privs and the seccomp filter, and
-// the supervisor kills the program's process group. It is the weaker
-// backend for hosts without user namespaces.
+// the init then only sets close-on-exec fds, an empty capability set,
+// no_new_privs, rlimits, the working directory and the seccomp filter,
+// and the supervisor kills the program's process group: at a kill, and
+// when the program ends, before it is reaped (its zombie holds the
+// group's id, so the kill cannot reach a process that reused it). It is
+// the weaker backend for hosts without user namespaces.
 //
 // # Requirements
 //

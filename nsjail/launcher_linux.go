@@ -54,6 +54,10 @@ type Sandbox struct {
 	reason    Status // why the supervisor killed it; "" = it did not
 	cancel    error  // the context's error, when that was the reason
 	violation string // the syscall a kill rule caught
+	// groupDone: the process backend's group kill at its program's end
+	// is done (endGroup) and the leader may be reaped: no group kill may
+	// follow (see kill).
+	groupDone bool
 }
 
 // reasonCancelled is the kill reason when the caller's context ended; it
@@ -469,6 +473,9 @@ func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File) {
 		s.pid, s.pidfd = pid, pidfd
 	}
 	started <- nil
+	if s.spec.Process {
+		s.endGroup() // before the reap below
+	}
 	s.waitErr = s.cmd.Wait()
 	s.drainOutput()
 	s.mu.Lock()
