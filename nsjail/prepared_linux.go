@@ -157,7 +157,9 @@ func (p *Prepared) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	out, errw := s.outputs(&spec)
 	p.stdout.set(out)
 	p.stderr.set(errw)
-	s.start = time.Now()
+	// The request's phases, the init's marks of its program part
+	// included, count from here.
+	s.start, s.startNS = time.Now(), monotonicNS()
 	go s.watch(ctx)
 	stdinW := p.stdinW
 	p.stdinW = nil
