@@ -384,7 +384,7 @@ func (s *Sandbox) startInit(specR, statusW *os.File, cgroupFD int, tasks []*os.F
 	}
 	s.exited = make(chan struct{})
 	started := make(chan error, 1)
-	go s.supervise(started, report, helperEnd)
+	go s.supervise(started, report, helperEnd, s.spec.Process)
 	return <-started
 }
 
@@ -444,7 +444,10 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 // With a spawn helper (report is its socket), the start is done once the
 // helper reports that the init was exec'd; a helper that failed is reaped
 // before its error is returned.
-func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File) {
+//
+// process (Spec.Process, read before: a prepared sandbox's spec is
+// replaced at Start) makes it end the program's process group first.
+func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File, process bool) {
 	runtime.LockOSThread()
 	err := s.cmd.Start()
 	s.startOutput(err == nil)
@@ -473,7 +476,7 @@ func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File) {
 		s.pid, s.pidfd = pid, pidfd
 	}
 	started <- nil
-	if s.spec.Process {
+	if process {
 		s.endGroup() // before the reap below
 	}
 	s.waitErr = s.cmd.Wait()
