@@ -155,12 +155,14 @@ func runInit(status *os.File, started int64) error {
 	}
 	// 9. The seccomp filter, last, so it filters the program and none of
 	// the setup: after it come only the ready report and exec.
-	if err := loadFilter(prog.Seccomp); err != nil {
+	listener, err := loadFilter(prog.Seccomp)
+	if err != nil {
 		return err
 	}
 	m.take()
-	// 10. Ready; a failure after this is still reported (an exec error).
-	if err := stage("report ready", writeStatus(status, initStatus{Ready: true, Marks: m})); err != nil {
+	// 10. Ready, with the filter's listener if it has one; a failure
+	// after this is still reported (an exec error).
+	if err := stage("report ready", reportReady(m, listener)); err != nil {
 		return err
 	}
 	// 11. Nothing but exec. (A pid-1 reaper, the program its child,
@@ -275,24 +277,23 @@ func programSettings(cfg *programConfig) (string, error) {
 }
 
 // loadFilter loads the program's seccomp filter, if any, and checks that
-// it is in force. TSYNC puts it on every thread of the init. Its
-// listener (for kill-by-notify) goes to the parent; it is close-on-exec
-// here.
-func loadFilter(filter *seccomp.Filter) error {
+// it is in force. TSYNC puts it on every thread of the init. It returns
+// the filter's listener (for kill-by-notify, close-on-exec), or -1.
+func loadFilter(filter *seccomp.Filter) (int, error) {
 	if filter == nil {
-		return nil
+		return -1, nil
 	}
 	listener, err := seccomp.Load(filter.Program, filter.Notify)
 	if err != nil {
-		return stage("seccomp", err)
+		return -1, stage("seccomp", err)
 	}
 	if mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil || mode != 2 {
-		return stage("seccomp", fmt.Errorf("no filter in force after loading it (mode %d, %v)", mode, err))
+		return -1, stage("seccomp", fmt.Errorf("no filter in force after loading it (mode %d, %v)", mode, err))
 	}
-	if filter.Notify {
-		return stage("send listener", sendListener(listener))
+	if !filter.Notify {
+		return -1, nil
 	}
-	return nil
+	return listener, nil
 }
 
 // clearCapabilities empties the effective, permitted and inheritable
@@ -528,9 +529,14 @@ func reportFailure(status *os.File, err error) {
 	}
 }
 
-// sendListener passes the seccomp listener fd to the parent.
-func sendListener(fd int) error {
-	return unix.Sendmsg(statusFD, (&initStatus{Listener: true}).marshal(), unix.UnixRights(fd), nil, 0)
+// reportReady sends "ready" and the marks, and the seccomp listener
+// (SCM_RIGHTS) unless it is -1: one message, one wakeup of the parent.
+func reportReady(marks []int64, listener int) error {
+	var rights []byte
+	if listener >= 0 {
+		rights = unix.UnixRights(listener)
+	}
+	return unix.Sendmsg(statusFD, (&initStatus{Ready: true, Listener: listener >= 0, Marks: marks}).marshal(), rights, nil, 0)
 }
 
 func writeStatus(status *os.File, st initStatus) error {

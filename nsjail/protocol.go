@@ -32,9 +32,9 @@ import (
 //	[warm: write programConfig, close]  ----->  read it
 //	                                             rlimits, chdir, lookup
 //	                                             seccomp (if it carries one)
-//	                                     <-----  {listener} + the listener fd
-//	                                             (SCM_RIGHTS; only with kill-by-notify)
-//	fd 4: read until EOF                <-----  {ready, marks}
+//	fd 4: read until EOF                <-----  {ready, marks, listener} + the
+//	                                             listener fd (SCM_RIGHTS; only
+//	                                             with kill-by-notify)
 //	                                             execve: fd 4 is close-on-exec, so EOF
 //	                                             after "ready" means exec'd
 //	on any failure:                     <-----  {stage, errno, msg}, exit
@@ -88,7 +88,7 @@ type programConfig struct {
 type initStatus struct {
 	Ready    bool
 	Prepared bool
-	Listener bool
+	Listener bool // with Ready: the message carries the seccomp listener fd
 	Stage    string
 	Errno    int
 	Msg      string

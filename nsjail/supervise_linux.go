@@ -107,13 +107,15 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 			return &policy.SetupError{Stage: "status", Err: fmt.Errorf("bad message from init: %w", err)}
 		}
 		s.initPhases(st.Marks)
+		if st.Listener && !st.Ready {
+			return &policy.SetupError{Stage: "status", Err: errors.New("bad message from init: a listener without ready")}
+		}
 		if st.Listener {
 			fd, err := listenerFD(oob[:oobn])
 			if err != nil {
 				return &policy.SetupError{Stage: "seccomp listener", Err: err}
 			}
 			go s.watchNotify(fd)
-			continue
 		}
 		if st.Ready {
 			ready = true

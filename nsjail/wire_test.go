@@ -95,7 +95,7 @@ func TestStatusWire(t *testing.T) {
 	for _, st := range []initStatus{
 		{Prepared: true, Marks: []int64{1, 1 << 40, -3, 0}},
 		{Ready: true, Marks: []int64{7}},
-		{Listener: true},
+		{Ready: true, Listener: true, Marks: []int64{5, 6}},
 		{Stage: "mount /proc", Errno: 13, Msg: "permission denied: \x00\xff ü"},
 	} {
 		b := st.marshal()

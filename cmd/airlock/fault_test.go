@@ -279,7 +279,8 @@ var faults = []fault{
 	{name: "prctl/securebits", inj: []inject{errInj("prctl", "EPERM", "PR_SET_SECUREBITS")}, stage: "drop capabilities: securebits"},
 	{name: "capset", inj: []inject{errInj("capset", "EPERM", "")}, stage: "drop capabilities: capset"},
 	{name: "prctl/no_new_privs", inj: []inject{errInj("prctl", "EINVAL", "PR_SET_NO_NEW_PRIVS")}, stage: "no_new_privs"},
-	{name: "write/ready", inj: []inject{errInj("write", "EPIPE", `"\2\1\0\0\0\0\0`)}, stage: "report ready"},
+	// The ready report, with the seccomp listener (one sendmsg).
+	{name: "sendmsg/ready", inj: []inject{errInj("sendmsg", "EPIPE", `"\2\1\0\1\0\0\0`)}, stage: "report ready"},
 	// The CLI's own probe for user notification may be the same ordinal
 	// on its thread: then the filter kills without naming; still a filter.
 	{name: "seccomp/load", inj: []inject{seccompLoad("EPERM")}, stage: "seccomp"},
@@ -293,7 +294,6 @@ var faults = []fault{
 		{syscall: "write", errno: "EPIPE", after: "{len=", hit: `\0\0\0\7seccomp`}}, stage: "seccomp"},
 	{name: "execve/program-report-lost", inj: []inject{errInj("execve", "EACCES", `/python3", ["python3"`),
 		{syscall: "write", errno: "EPIPE", after: `/python3", ["python3"`, hit: `\0\0\0\4exec`}}, stage: "exec", exit: 126},
-	{name: "sendmsg/listener", inj: []inject{errInj("sendmsg", "EPIPE", `"\2\0\0\1\0\0\0\0"`)}, stage: "send listener"},
 	{name: "execve/program-eacces", inj: []inject{errInj("execve", "EACCES", `/python3", ["python3"`)}, stage: "exec", exit: 126},
 	{name: "execve/program-enoent", inj: []inject{errInj("execve", "ENOENT", `/python3", ["python3"`)}, stage: "exec", exit: 127},
 }
