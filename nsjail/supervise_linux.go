@@ -145,8 +145,10 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 func (s *Sandbox) watchNotify(fd int) {
 	defer unix.Close(fd)
 	for {
-		// The listener reports POLLHUP once no task uses the filter
-		// (Linux 5.8); the timeout covers older kernels.
+		// The listener reports POLLHUP once no task uses the filter. The
+		// timeout is no fallback for old kernels: it ends this goroutine
+		// once the run is reaped while tasks that left it still hold the
+		// filter (the process backend's setsid'd escapees).
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		n, err := unix.Poll(fds, 1000)
 		select {
