@@ -295,8 +295,12 @@ func TestProgramRunsInItsCgroup(t *testing.T) {
 	if !ok {
 		t.Skip("no per-run cgroups here (rootless on cgroup v1)")
 	}
-	t.Run("own", func(t *testing.T) { programRunsInItsCgroup(t, parent, func(g cgroups.Group) cgroups.Group { return g }) })
-	t.Run("by-pid", func(t *testing.T) { programRunsInItsCgroup(t, parent, func(g cgroups.Group) cgroups.Group { return byPid{g} }) })
+	t.Run("own", func(t *testing.T) {
+		programRunsInItsCgroup(t, parent, func(g cgroups.Group) cgroups.Group { return g })
+	})
+	t.Run("by-pid", func(t *testing.T) {
+		programRunsInItsCgroup(t, parent, func(g cgroups.Group) cgroups.Group { return byPid{g} })
+	})
 }
 
 func programRunsInItsCgroup(t *testing.T, parent *cgroups.Parent, wrap func(cgroups.Group) cgroups.Group) {

@@ -45,12 +45,26 @@ func TestProcessGroupKillSparesReusedPid(t *testing.T) {
 		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN},
 		Pdeathsig:   syscall.SIGKILL,
 	}
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestProcessGroupKillSparesReusedPid") {
-		t.Fatalf("inner test: %v\n%s", err, out)
+	// A Go thread of the inner test born at the wrong moment can take the
+	// pid first: then that run cannot judge, and a fresh namespace tries
+	// again.
+	for try := 1; ; try++ {
+		c := *cmd
+		out, err := c.CombinedOutput()
+		if strings.Contains(string(out), pidTaken) && try < 5 {
+			t.Logf("try %d: %s", try, pidTaken)
+			continue
+		}
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestProcessGroupKillSparesReusedPid") {
+			t.Fatalf("inner test: %v\n%s", err, out)
+		}
+		t.Logf("inner test:\n%s", out)
+		return
 	}
-	t.Logf("inner test:\n%s", out)
 }
+
+// pidTaken: the inner test could not hand the program's pid on.
+const pidTaken = "the program's pid was taken before the stranger could get it"
 
 func pidReuseInside(t *testing.T) {
 	if os.Getpid() != 1 {
@@ -70,31 +84,40 @@ func pidReuseInside(t *testing.T) {
 		t.Fatalf("run: %v %+v", err, res)
 	}
 	h.mu.Lock()
-	stranger := h.stranger
+	pid, got, herr := h.pid, h.stranger, h.err
 	h.mu.Unlock()
-	if stranger == nil {
-		t.Fatal("the program's exit was never reported, or its pid never reused")
+	if herr != nil {
+		t.Fatal(herr)
 	}
+	if got != pid {
+		t.Fatalf("%s (pid %d, the stranger got %d)", pidTaken, pid, got)
+	}
+	// The stranger is our child (we are pid 1: its shell parent is gone).
 	// Alive, it ends by this SIGTERM; SIGKILLed by the run, it ended so.
-	stranger.Process.Signal(syscall.SIGTERM)
-	stranger.Wait()
-	ws := stranger.ProcessState.Sys().(syscall.WaitStatus)
-	if ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-		t.Fatalf("the run's group kill reached pid %d, which a stranger got after the program was reaped", stranger.Process.Pid)
+	unix.Kill(pid, unix.SIGTERM)
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil {
+		t.Fatal(err)
 	}
-	if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
-		t.Fatalf("the stranger ended on its own: %v", stranger.ProcessState)
+	if ws.Signaled() && ws.Signal() == unix.SIGKILL {
+		t.Fatalf("the run's group kill reached pid %d, which a stranger got after the program was reaped", pid)
+	}
+	if !ws.Signaled() || ws.Signal() != unix.SIGTERM {
+		t.Fatalf("the stranger ended on its own: %v", ws)
 	}
 }
 
 // reuseOnExit is the run's logger: it learns the program's pid, and when
 // the supervisor reports the program's exit ("exited", in Wait, before
-// the result), it starts a setsid'd stranger with that pid.
+// the result), it starts a setsid'd stranger with that pid: a shell
+// sets the namespace's last pid and forks it, so that no thread of this
+// process is born in between (a shell has one).
 type reuseOnExit struct {
 	t        *testing.T
 	mu       sync.Mutex
 	pid      int
-	stranger *exec.Cmd
+	stranger int // the stranger's pid
+	err      error
 }
 
 func (h *reuseOnExit) Enabled(context.Context, slog.Level) bool { return true }
@@ -119,25 +142,11 @@ func (h *reuseOnExit) Handle(_ context.Context, r slog.Record) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	// A Go thread born in between can take the pid first: try again.
-	for range 20 {
-		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(h.pid-1)), 0); err != nil {
-			h.t.Errorf("ns_last_pid: %v", err)
-			return nil
-		}
-		c := exec.Command("/bin/sleep", "600")
-		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		if err := c.Start(); err != nil {
-			h.t.Errorf("stranger: %v", err)
-			return nil
-		}
-		if c.Process.Pid == h.pid {
-			h.stranger = c
-			return nil
-		}
-		c.Process.Kill()
-		c.Wait()
+	out, err := exec.Command("/bin/sh", "-c", `echo $0 >/proc/sys/kernel/ns_last_pid || exit 1; setsid /bin/sleep 600 </dev/null >/dev/null 2>&1 & echo $!`,
+		strconv.Itoa(h.pid-1)).Output()
+	if err == nil {
+		h.stranger, err = strconv.Atoi(strings.TrimSpace(string(out)))
 	}
-	h.t.Errorf("no stranger got pid %d", h.pid)
+	h.err = err
 	return nil
 }
