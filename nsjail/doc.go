@@ -7,12 +7,14 @@
 // new user, pid, mount, ipc, uts and (unless HostNetwork) net namespaces
 // given by clone flags, so every thread of the init is born inside them.
 // The fully resolved Spec travels over an inherited pipe; the init obeys
-// it, in one flat sequence (init_linux.go): cgroup namespace, private
-// mounts, no nested user namespaces, the rootfs plan and pivot_root,
-// hostname, loopback up, rlimits, chdir, close-on-exec on every fd >= 3,
-// all capabilities dropped, no_new_privs, the seccomp filter, exec. Setup
-// failures come back typed over a close-on-exec status pipe, whose EOF
-// after "ready" means the program was exec'd. See protocol.go.
+// it, in one flat sequence (init_linux.go runInit): v1 cgroup join,
+// private mounts, no nested user namespaces, the rootfs plan and
+// pivot_root, hostname, loopback up; cgroup namespace, close-on-exec on
+// every fd >= 3, all capabilities dropped, no_new_privs; then the
+// program: rlimits, chdir, the seccomp filter, exec. A warm pool's
+// prepared sandbox runs the same sequence and waits before the program.
+// Setup failures come back typed over a close-on-exec status pipe, whose
+// EOF after "ready" means the program was exec'd. See protocol.go.
 //
 // # The re-exec hook
 //
@@ -47,10 +49,12 @@
 // # Process backend
 //
 // Spec.Process runs the program without namespaces or root filesystem:
-// the init then only sets rlimits, the working directory, close-on-exec
-// fds, an empty capability set, no_new_privs and the seccomp filter, and
-// the supervisor kills the program's process group. It is the weaker
-// backend for hosts without user namespaces.
+// the init then only sets close-on-exec fds, an empty capability set,
+// no_new_privs, rlimits, the working directory and the seccomp filter,
+// and the supervisor kills the program's process group: at a kill, and
+// when the program ends, before it is reaped (its zombie holds the
+// group's id, so the kill cannot reach a process that reused it). It is
+// the weaker backend for hosts without user namespaces.
 //
 // # Requirements
 //

@@ -1,8 +1,5 @@
 package nsjail
 
-// AfterAheadFilter is afterAheadFilter, for the tests.
-var AfterAheadFilter = afterAheadFilter
-
 // SendToDeadInit starts spec's init, kills it and waits until it is
 // reaped, then makes the supervisor's next write to it: the spec (a cold
 // build), or, when program is set, the program of a sandbox prepared

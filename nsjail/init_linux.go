@@ -40,11 +40,11 @@ func Init() {
 	// thread: they are per-thread state (capset, prctl), and execve keeps
 	// only the calling thread.
 	runtime.LockOSThread()
-	mark()
+	started := monotonicNS()
 	status := os.NewFile(statusFD, "status")
 	err := checkBuild(os.Getenv(buildEnv))
 	if err == nil {
-		err = runInit(status)
+		err = recovered(func() error { return runInit(status, started) })
 	}
 	if err == nil {
 		err = errors.New("BUG(airlock): init returned without exec")
@@ -79,113 +79,116 @@ func stage(name string, err error) error {
 	return &stageError{stage: name, err: err}
 }
 
-// runInit is the whole privileged sequence, flat, in order. Every step
-// either succeeds or aborts the run: nothing here degrades.
+// runInit is the whole privileged sequence, one flat list of steps in
+// order, the same for every mode. Each step succeeds or aborts the run
+// with its stage named; nothing here degrades. The modes differ in two
+// named places only:
+//
+//   - the process backend (cfg.Process) has no jail: it skips step 4,
+//     and confine empties the capability sets it may have instead of
+//     dropping all five as root of a user namespace;
+//   - a prepared sandbox (a warm pool's) differs only in when its
+//     program arrives: with the request, not right after the spec, so
+//     it waits at step 7.
+//
+// The init never changes its uid or gid: that would clear the
+// PR_SET_PDEATHSIG which ties it to its supervisor (set by Go's fork
+// after its Credential step, or by the spawn helper after setresuid;
+// see spawn.c), and it keeps it across exec.
 //
 // Preconditions: runs in the re-exec'd init, on the locked OS thread,
-// as root of its new user namespace, before any untrusted code.
-func runInit(status *os.File) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("BUG(airlock): init panic: %v", r)
-		}
-	}()
-	// The status pipe must close on exec: its EOF tells the parent that
-	// the program was exec'd.
+// as root of its new user namespace (the process backend: as the host
+// uid the parent chose), before any untrusted code. The parent has the
+// init in the run's cgroup before it sends the spec (born there, or
+// placed by pid first) unless the init joins it itself (step 3).
+func runInit(status *os.File, started int64) error {
+	m := marks{started}
+	// 1. The status socket closes at exec: its EOF after "ready" tells
+	// the parent the program was exec'd.
 	if _, err := unix.FcntlInt(statusFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 		return stage("status pipe", err)
 	}
+	// 2. The jail to build, every value decided by the parent.
 	spec := os.NewFile(specFD, "spec")
 	cfg, err := readConfig(spec)
 	if err != nil {
 		return stage("read spec", err)
 	}
-	mark()
-	// Before anything else, this thread moves itself into the run's v1
-	// cgroup: the jail's mounts and tmpfs pages are charged to it, and the
-	// program, which this thread becomes at exec, starts in it. Only this
-	// thread moves; the init's other Go threads stay outside and end at
-	// exec, which keeps only the calling thread.
+	m.take()
+	// 3. Into the run's v1 cgroups before the jail, so that its mounts
+	// and tmpfs pages are charged there. Only this thread moves, the one
+	// that execs; the init's other Go threads end at exec.
 	if err := stage("cgroup placement", joinCgroup(cfg.JoinCgroup)); err != nil {
 		return err
 	}
-	mark()
+	m.take()
+	// 4. The jail: mounts, root, hostname, loopback.
 	if !cfg.Process {
 		if err := buildJail(cfg); err != nil {
 			return err
 		}
 	}
-	mark()
-	dropCaps := dropCapabilities
-	if cfg.Process {
-		dropCaps = clearCapabilities
-	}
-	// A prepared sandbox of a warm pool is confined before it waits for a
-	// request: it is in its cgroup by now (see initConfig.Ahead), so there
-	// is nothing to wait for. A cold start is confined only after its
-	// program arrives: where the parent places it by pid, it does so
-	// meanwhile.
-	if cfg.Ahead {
-		if err := confine(!cfg.Process, dropCaps); err != nil {
-			return err
-		}
-		if err := loadFilter(cfg.Seccomp); err != nil {
-			return err
-		}
-	}
-	// Report the jail built and wait for the program: the parent sends
-	// it only once this process is in its cgroup, so no program code
-	// ever runs outside it.
-	if err := stage("report prepared", writeStatus(status, initStatus{Prepared: true, Marks: takeMarks()})); err != nil {
+	m.take()
+	// 5. The init confines itself, whatever program comes: cgroup
+	// namespace, fds, capabilities, no_new_privs. Nothing after this
+	// needs a privilege.
+	if err := confine(cfg.Process); err != nil {
 		return err
 	}
+	m.take()
+	// 6. Built and confined: a cold parent goes on; a warm pool's
+	// sandbox is ready for a request.
+	if err := stage("report prepared", writeStatus(status, initStatus{Prepared: true, Marks: m})); err != nil {
+		return err
+	}
+	m = m[:0]
+	// 7. The program: what runs, its limits and its filter.
 	var prog programConfig
 	if err := stage("read program", readProgram(spec, &prog)); err != nil {
 		return err
 	}
-	mark()
-	if cfg.Seccomp != nil && prog.Seccomp != nil {
-		return stage("seccomp", errors.New("BUG(airlock): the filter was sent twice"))
-	}
+	m.take()
+	// 8. Its rlimits, working directory and binary.
 	argv0, err := programSettings(&prog)
 	if err != nil {
 		return err
 	}
-	if !cfg.Ahead {
-		if err := confine(!cfg.Process, dropCaps); err != nil {
-			return err
-		}
-	}
-	mark()
-	// The filter of a cold start, or of a prepared sandbox whose filter
-	// denies a syscall the init makes before exec (see afterAheadFilter).
-	if err := loadFilter(prog.Seccomp); err != nil {
+	// 9. The seccomp filter, last, so it filters the program and none of
+	// the setup: after it come only the ready report and exec.
+	listener, err := loadFilter(prog.Seccomp)
+	if err != nil {
 		return err
 	}
-	mark()
-	if err := stage("report ready", writeStatus(status, initStatus{Ready: true, Marks: takeMarks()})); err != nil {
+	m.take()
+	// 10. Ready, with the filter's listener if it has one; a failure
+	// after this is still reported (an exec error).
+	if err := stage("report ready", reportReady(m, listener)); err != nil {
 		return err
 	}
-	// Nothing but exec after this point.
+	// 11. Nothing but exec. (A pid-1 reaper, the program its child,
+	// would replace this step: fork, exec the child, reap, report.)
 	return stage("exec", unix.Exec(argv0, prog.Args, prog.Env))
 }
 
-// marks are the init's timing marks not reported yet (see initMarks).
-var marks = make([]int64, 0, 8)
-
-// mark takes the next timing mark: a vDSO clock read, no syscall (0 if
-// it failed: a gap, positions kept).
-func mark() { marks = append(marks, monotonicNS()) }
-
-func takeMarks() []int64 {
-	m := marks
-	marks = marks[len(marks):]
-	return m
+// recovered runs f, and turns a panic into an error for the parent.
+func recovered(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("BUG(airlock): init panic: %v", r)
+		}
+	}()
+	return f()
 }
 
+// marks are the init's timing marks since its last report, in the order
+// initMarks names them: vDSO clock reads, no syscall (0 if one failed:
+// a gap, positions kept).
+type marks []int64
+
+func (m *marks) take() { *m = append(*m, monotonicNS()) }
+
 // buildJail is the namespaces backend's setup: mounts, root, hostname,
-// loopback. The process backend (no namespaces, the host filesystem)
-// skips it.
+// loopback.
 func buildJail(cfg *initConfig) error {
 	// clone(CLONE_NEWNS) copied the host's propagation: make every mount
 	// private before mounting anything, so nothing leaks to the host.
@@ -207,9 +210,45 @@ func buildJail(cfg *initConfig) error {
 		return err
 	}
 	if cfg.NetNS {
-		if err := stage("loopback up", loopbackUp()); err != nil {
+		return stage("loopback up", loopbackUp())
+	}
+	return nil
+}
+
+// confine is the init's own confinement, in order: cgroup namespace (in
+// the jail), fds, capabilities, no_new_privs. The process backend has
+// no namespaces: it only empties the capability sets it may have.
+func confine(process bool) error {
+	// A cgroup namespace rooted at the run's cgroup (final by now: see
+	// runInit), so /proc/self/cgroup shows "/" and no host path.
+	// unshare affects only this thread, which is the one that execs.
+	if !process {
+		if err := stage("unshare cgroup", unix.Unshare(unix.CLONE_NEWCGROUP)); err != nil {
 			return err
 		}
+	}
+	// Every fd but stdio closes at exec, whatever leaked into the init
+	// from the supervisor (CVE-2024-21626). CLOEXEC, not close: the init
+	// still uses its spec pipe and status socket until exec.
+	if err := stage("close fds", unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)); err != nil {
+		return err
+	}
+	// Capabilities before no_new_privs and the filter: a filter may deny
+	// the prctl and capset calls the drop makes.
+	dropCaps := dropCapabilities
+	if process {
+		dropCaps = clearCapabilities
+	}
+	if err := stage("drop capabilities", dropCaps()); err != nil {
+		return err
+	}
+	// no_new_privs: no exec can grant privileges back (setuid bits, file
+	// capabilities), and without CAP_SYS_ADMIN a filter loads only with it.
+	if err := stage("no_new_privs", unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)); err != nil {
+		return err
+	}
+	if v, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err != nil || v != 1 {
+		return stage("no_new_privs", fmt.Errorf("not set after PR_SET_NO_NEW_PRIVS (%d, %v)", v, err))
 	}
 	return nil
 }
@@ -237,87 +276,24 @@ func programSettings(cfg *programConfig) (string, error) {
 	return argv0, nil
 }
 
-// confine is the init's own confinement, in order: cgroup namespace (in
-// the jail), fds, capabilities, no_new_privs; loadFilter follows.
-// dropCaps empties the capability sets.
-func confine(jail bool, dropCaps func() error) error {
-	// A cgroup namespace rooted at the cgroup the parent placed us in
-	// (final by now), so /proc/self/cgroup shows "/" and no host path.
-	// unshare affects only this thread, which is the one that execs.
-	if jail {
-		if err := stage("unshare cgroup", unix.Unshare(unix.CLONE_NEWCGROUP)); err != nil {
-			return err
-		}
-	}
-	// Every fd but stdio closes at exec, whatever leaked into the init
-	// from the supervisor (CVE-2024-21626). CLOEXEC, not close: the init
-	// still uses its spec pipe and status socket until exec.
-	if err := stage("close fds", closeFrom(3)); err != nil {
-		return err
-	}
-	if err := stage("drop capabilities", dropCaps()); err != nil {
-		return err
-	}
-	if err := stage("no_new_privs", unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)); err != nil {
-		return err
-	}
-	if v, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err != nil || v != 1 {
-		return stage("no_new_privs", fmt.Errorf("not set after PR_SET_NO_NEW_PRIVS (%d, %v)", v, err))
-	}
-	return nil
-}
-
-// afterAheadFilter are the syscalls an init confined ahead (a warm
-// pool's) makes between loading its filter and exec, with the arguments
-// that decide: its own (the status reports, the program part, rlimits,
-// chdir, the lookup, exec) and the Go runtime's (threads, memory,
-// signals, the scheduler). A pooled filter that denies one of them is
-// loaded only once the request arrives, after these steps, as in a cold
-// start (Prepare). The list errs on the side of more: a call listed but
-// not made only costs that late load.
-func afterAheadFilter() []seccomp.Call {
-	const atFDCWD = ^uint64(99) // -100
-	const goThread = unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_SYSVSEM | unix.CLONE_THREAD
-	calls := []seccomp.Call{
-		{Name: "write", Args: []uint64{statusFD}}, {Name: "sendmsg", Args: []uint64{statusFD}},
-		{Name: "read", Args: []uint64{specFD}}, {Name: "chdir"},
-		{Name: "newfstatat", Args: []uint64{atFDCWD, 0, 0, 0}}, {Name: "fstatat", Args: []uint64{atFDCWD, 0, 0, 0}},
-		{Name: "execve"},
-		{Name: "clone", Args: []uint64{goThread}},
-	}
-	for r := range uint64(16) { // RLIMIT_CPU .. RLIMIT_RTTIME
-		calls = append(calls, seccomp.Call{Name: "prlimit64", Args: []uint64{0, r}})
-	}
-	for _, name := range []string{"futex", "mmap", "munmap", "madvise", "mprotect", "rt_sigprocmask", "rt_sigaction",
-		"sigaltstack", "rt_sigreturn", "gettid", "getpid", "tgkill", "nanosleep", "sched_yield", "exit",
-		"epoll_pwait", "epoll_ctl", "fcntl", "close", "getrandom", "sched_getaffinity"} {
-		calls = append(calls, seccomp.Call{Name: name})
-	}
-	return calls
-}
-
 // loadFilter loads the program's seccomp filter, if any, and checks that
-// it is in force. It comes last, so that it filters the program and as
-// little of the setup as can be: after it there is only the ready report
-// and exec (and, ahead, the steps afterAheadFilter lists). TSYNC puts it
-// on every thread of the init. Its listener (for kill-by-notify) goes to
-// the parent; it is close-on-exec here.
-func loadFilter(filter *seccomp.Filter) error {
-	if filter != nil {
-		listener, err := seccomp.Load(filter.Program, filter.Notify)
-		if err != nil {
-			return stage("seccomp", err)
-		}
-		if mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil || mode != 2 {
-			return stage("seccomp", fmt.Errorf("no filter in force after loading it (mode %d, %v)", mode, err))
-		}
-		if filter.Notify {
-			if err := stage("send listener", sendListener(listener)); err != nil {
-				return err
-			}
-		}
+// it is in force. TSYNC puts it on every thread of the init. It returns
+// the filter's listener (for kill-by-notify, close-on-exec), or -1.
+func loadFilter(filter *seccomp.Filter) (int, error) {
+	if filter == nil {
+		return -1, nil
 	}
-	return nil
+	listener, err := seccomp.Load(filter.Program, filter.Notify)
+	if err != nil {
+		return -1, stage("seccomp", err)
+	}
+	if mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil || mode != 2 {
+		return -1, stage("seccomp", fmt.Errorf("no filter in force after loading it (mode %d, %v)", mode, err))
+	}
+	if !filter.Notify {
+		return -1, nil
+	}
+	return listener, nil
 }
 
 // clearCapabilities empties the effective, permitted and inheritable
@@ -400,26 +376,6 @@ func loopbackUp() error {
 	}
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	return unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr)
-}
-
-// closeFrom marks every fd >= first close-on-exec.
-func closeFrom(first int) error {
-	err := unix.CloseRange(uint(first), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	if !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EINVAL) {
-		return err
-	}
-	// Before 5.11: walk /proc/self/fd (our own procfs by now).
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		var fd int
-		if _, err := fmt.Sscan(e.Name(), &fd); err == nil && fd >= first {
-			unix.CloseOnExec(fd)
-		}
-	}
-	return nil
 }
 
 // Securebits that keep uid 0 from ever regaining capabilities at exec.
@@ -573,9 +529,14 @@ func reportFailure(status *os.File, err error) {
 	}
 }
 
-// sendListener passes the seccomp listener fd to the parent.
-func sendListener(fd int) error {
-	return unix.Sendmsg(statusFD, (&initStatus{Listener: true}).marshal(), unix.UnixRights(fd), nil, 0)
+// reportReady sends "ready" and the marks, and the seccomp listener
+// (SCM_RIGHTS) unless it is -1: one message, one wakeup of the parent.
+func reportReady(marks []int64, listener int) error {
+	var rights []byte
+	if listener >= 0 {
+		rights = unix.UnixRights(listener)
+	}
+	return unix.Sendmsg(statusFD, (&initStatus{Ready: true, Listener: listener >= 0, Marks: marks}).marshal(), rights, nil, 0)
 }
 
 func writeStatus(status *os.File, st initStatus) error {

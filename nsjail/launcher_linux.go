@@ -43,12 +43,9 @@ type Sandbox struct {
 	pid   int
 	pidfd int
 
-	held   []*os.File // namespaces kept until the init is reaped (holdNamespaces)
-	placed bool       // in its cgroup from its start: born there (v2) or moves itself (v1)
-	joins  int        // v1: the tasks files the init moves itself with (initConfig.JoinCgroup)
-	// filterAhead: a prepared sandbox loads its filter before it waits
-	// (Prepare decides); otherwise the filter goes with the program.
-	filterAhead bool
+	held        []*os.File    // namespaces kept until the init is reaped (holdNamespaces)
+	placed      bool          // in its cgroup from its start: born there (v2) or moves itself (v1)
+	joins       int           // v1: the tasks files the init moves itself with (initConfig.JoinCgroup)
 	outs        []*outPipe    // the program's output pipes (outpipe_linux.go)
 	programSent bool          // the program went with the spec (build)
 	cpuBase     time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
@@ -57,6 +54,10 @@ type Sandbox struct {
 	reason    Status // why the supervisor killed it; "" = it did not
 	cancel    error  // the context's error, when that was the reason
 	violation string // the syscall a kill rule caught
+	// groupDone: the process backend's group kill at its program's end
+	// is done (endGroup) and the leader may be reaped: no group kill may
+	// follow (see kill).
+	groupDone bool
 }
 
 // reasonCancelled is the kill reason when the caller's context ended; it
@@ -176,8 +177,11 @@ func (s *Sandbox) launch() (*initChannels, error) {
 	// not even its own setup escapes the limits. On v1 it gets the
 	// group's tasks files and its exec thread moves itself first thing
 	// (see SelfFiles: no global lock, no grace period to wait for).
-	// Where clone3 is refused (old kernels, an outer seccomp), build
-	// places it by pid.
+	// Where clone3 is refused, build places it by pid: on Linux >= 5.12
+	// that is an outer seccomp filter (Docker's default profile answers
+	// clone3 with ENOSYS, so that libcs fall back to clone) or a target
+	// the kernel will not place a task in by clone (EOPNOTSUPP: not a
+	// valid domain cgroup).
 	cgfd := -1
 	var tasks []*os.File
 	if g := s.spec.Cgroup; g != nil {
@@ -203,7 +207,7 @@ func (s *Sandbox) launch() (*initChannels, error) {
 	s.start = time.Now()
 	s.startNS = monotonicNS()
 	err = s.startInit(specR, statusW, cgfd, tasks)
-	if cgfd >= 0 && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.E2BIG)) {
+	if cgfd >= 0 && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
 		s.placed = false
 		err = s.startInit(specR, statusW, -1, nil)
 	}
@@ -248,60 +252,40 @@ func monotonicNS() int64 {
 	return ts.Nano()
 }
 
-// build sends the init its jail and returns once the jail is built and
-// the init is in the run's cgroup; the init then waits for its program.
-// ahead (a warm pool's prepared sandbox) places it first and has it
-// confine itself, seccomp included, before it waits.
+// build sends the init its jail and returns once the jail is built, the
+// init is confined and in the run's cgroup; the init then waits for its
+// program. A cold sandbox (ahead false) gets its program at once; a
+// prepared one (a warm pool's) gets it from run, with its request.
 func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	cfg := initConfigFor(s.spec)
 	cfg.JoinCgroup = s.joins
-	place := s.spec.Cgroup != nil && !s.placed
-	if ahead {
-		// The init confines itself (cgroup namespace first) as soon as
-		// its jail is built: it must be in its cgroup before the spec.
-		cfg.Ahead = true
-		if s.filterAhead {
-			cfg.Seccomp = s.spec.Seccomp
+	// Placed by pid (v2 where clone3 was refused) before the spec: from
+	// its first step on, the init is in its final cgroup (its cgroup
+	// namespace is rooted there), as when born there or moving itself.
+	// The attach waits for an RCU grace period (milliseconds) on this
+	// path only. An init that failed first (a foreign build) says why.
+	if s.spec.Cgroup != nil && !s.placed {
+		if err := s.spec.Cgroup.Add(s.pid); err != nil {
+			return s.sendFailed("cgroup placement", c, err)
 		}
-		if place {
-			if err := s.spec.Cgroup.Add(s.pid); err != nil {
-				return s.setupFailed("cgroup placement", err)
-			}
-			place = false
-		}
+		s.phase("placed")
 	}
 	if err := writeMsg(c.specW, cfg.marshal()); err != nil {
 		return s.sendFailed("send spec", c, err)
 	}
-	// A cold sandbox in its cgroup from birth gets its program now, so the
-	// init goes on from its jail to the exec without waiting for us to
-	// read "prepared" and answer (a round trip: 0.3 ms here). Placed by
-	// pid, the program must wait for the placement (see below). A write
-	// that blocks on a full pipe resumes when the init reads the program.
-	if !ahead && !place {
+	// A cold sandbox gets its program now, so the init goes on from its
+	// jail to the exec without waiting for us to read "prepared" and
+	// answer (a round trip: 0.3 ms here). A write that blocks on a full
+	// pipe resumes when the init reads the program.
+	if !ahead {
 		if err := s.sendProgram(c); err != nil {
 			return err
 		}
 	}
-	// Placed by pid (v2 without clone3) while the init builds its jail:
-	// the attach waits for an RCU grace period (milliseconds), which this
-	// overlaps. Only the init's own setup runs before it is placed; its
-	// program is sent (by run) after, and the init unshares its cgroup
-	// namespace only then.
-	var placeErr error
-	if place {
-		placeErr = s.spec.Cgroup.Add(s.pid)
-		s.phase("placed")
-	}
-	// An init that failed its setup (and so vanished before it could be
-	// placed) says why: its error comes first.
 	if err := s.awaitPrepared(c.statusR); err != nil {
 		s.Kill()
 		<-s.exited
 		return err
-	}
-	if placeErr != nil {
-		return s.setupFailed("cgroup placement", placeErr)
 	}
 	if !s.spec.Process {
 		s.holdNamespaces()
@@ -328,12 +312,8 @@ func (s *Sandbox) run(c *initChannels) error {
 }
 
 // sendProgram writes the program to the init and closes the spec pipe.
-// An init that loaded its filter ahead has it already.
 func (s *Sandbox) sendProgram(c *initChannels) error {
 	pc := programConfigFor(s.spec)
-	if s.filterAhead {
-		pc.Seccomp = nil
-	}
 	if err := writeMsg(c.specW, pc.marshal()); err != nil {
 		return s.sendFailed("send program", c, err)
 	}
@@ -404,7 +384,7 @@ func (s *Sandbox) startInit(specR, statusW *os.File, cgroupFD int, tasks []*os.F
 	}
 	s.exited = make(chan struct{})
 	started := make(chan error, 1)
-	go s.supervise(started, report, helperEnd)
+	go s.supervise(started, report, helperEnd, s.spec.Process)
 	return <-started
 }
 
@@ -464,7 +444,10 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 // With a spawn helper (report is its socket), the start is done once the
 // helper reports that the init was exec'd; a helper that failed is reaped
 // before its error is returned.
-func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File) {
+//
+// process (Spec.Process, read before: a prepared sandbox's spec is
+// replaced at Start) makes it end the program's process group first.
+func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File, process bool) {
 	runtime.LockOSThread()
 	err := s.cmd.Start()
 	s.startOutput(err == nil)
@@ -493,6 +476,9 @@ func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File) {
 		s.pid, s.pidfd = pid, pidfd
 	}
 	started <- nil
+	if process {
+		s.endGroup() // before the reap below
+	}
 	s.waitErr = s.cmd.Wait()
 	s.drainOutput()
 	s.mu.Lock()

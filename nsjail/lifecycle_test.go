@@ -275,19 +275,38 @@ func TestOutputLimitAfterExit(t *testing.T) {
 	}
 }
 
+// byPid is a run's cgroup the init is neither born in (v2) nor moves
+// itself into (v1): the parent places it by pid, before it sends the
+// spec, as on v2 where clone3 is refused.
+type byPid struct{ cgroups.Group }
+
+func (byPid) DirFD() int                     { return -1 }
+func (byPid) SelfFiles() ([]*os.File, error) { return nil, nil }
+
 // The program and what it forks run in the run's cgroup, in every
 // hierarchy that holds it, judged from the host for every thread: on
 // cgroup v1 the init's exec thread moves itself there alone (tasks
-// files) and the program is that thread after exec.
+// files) and the program is that thread after exec; or the parent
+// places the init by pid. Either way the init's cgroup namespace is
+// rooted there: inside, every hierarchy shows "/".
 func TestProgramRunsInItsCgroup(t *testing.T) {
 	testutil.RequireUserNS(t)
 	parent, ok := testutil.Cgroups(t)
 	if !ok {
 		t.Skip("no per-run cgroups here (rootless on cgroup v1)")
 	}
+	t.Run("own", func(t *testing.T) {
+		programRunsInItsCgroup(t, parent, func(g cgroups.Group) cgroups.Group { return g })
+	})
+	t.Run("by-pid", func(t *testing.T) {
+		programRunsInItsCgroup(t, parent, func(g cgroups.Group) cgroups.Group { return byPid{g} })
+	})
+}
+
+func programRunsInItsCgroup(t *testing.T, parent *cgroups.Parent, wrap func(cgroups.Group) cgroups.Group) {
 	m := marker()
 	ex, _ := executor.New(executor.Config{})
-	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c", "sleep " + m + " & exec sleep " + m}, Policy: policy.Default()})
+	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c", "cat /proc/self/cgroup; sleep " + m + " & exec sleep " + m}, Policy: policy.Default()})
 	if err != nil || spec.CgroupLimits == nil {
 		t.Fatalf("resolve: %v (cgroup limits %v)", err, spec.CgroupLimits)
 	}
@@ -305,13 +324,23 @@ func TestProgramRunsInItsCgroup(t *testing.T) {
 			name = filepath.Base(d)
 		}
 	}
-	spec.Cgroup = g
+	spec.Cgroup = wrap(g)
 	sb, err := nsjail.Start(t.Context(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sb.Wait()
-	defer sb.Kill()
+	defer func() {
+		sb.Kill()
+		res, err := sb.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(res.Stdout), "\n") {
+			if !strings.HasSuffix(line, ":/") {
+				t.Errorf("inside, /proc/self/cgroup has %q: the cgroup namespace is not rooted at the run's group", line)
+			}
+		}
+	}()
 	var pids []int
 	if !testutil.WaitFor(10*time.Second, func() bool { pids = testutil.HostProcsWith("sleep", m); return len(pids) == 2 }) {
 		t.Fatalf("both sleepers never showed up on the host: %v", pids)

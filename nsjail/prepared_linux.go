@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"reflect"
 	"slices"
@@ -19,11 +18,12 @@ import (
 )
 
 // Prepared is a sandbox built ahead of a request: its namespaces, root
-// filesystem, hostname, loopback and cgroup placement are done, and its
-// init waits for the program. What is left for the request is the
-// program's part of a cold start (rlimits, working directory, fd
-// closing, capability drop, no_new_privs, seccomp, exec), so a request
-// costs little more than a bare exec.
+// filesystem, hostname, loopback and cgroup placement are done, its init
+// is confined (cgroup namespace, fds, capabilities, no_new_privs) and
+// waits for the program. It runs the same init sequence as a cold start;
+// only the program arrives later, with the request, which pays for the
+// program's part (rlimits, working directory, seccomp, exec): little
+// more than a bare exec.
 //
 // A Prepared sandbox runs at most one program: it is never reused. Close
 // discards one that was never started.
@@ -38,15 +38,10 @@ type Prepared struct {
 	used bool
 }
 
-// Prepare builds a sandbox from spec up to, not including, its program,
-// and confines its init (no capabilities, no_new_privs, spec.Seccomp
-// loaded) while it waits. A filter that would deny a syscall the init
-// still makes before exec (afterAheadFilter: reading the request,
-// rlimits, chdir, the Go runtime's own) is loaded when the request
-// arrives instead, after those steps, as in a cold start: the request
-// then pays for its load. spec's program part (Args, Env, Dir, Rlimits,
-// Timeout, CPUTime, the streams and OutputLimit) is ignored: it comes
-// with each request to Start. Cancelling ctx aborts the preparation; it does not
+// Prepare builds a sandbox from spec up to, not including, its program.
+// spec's program part (Args, Env, Dir, Rlimits, Seccomp, Timeout,
+// CPUTime, the streams and OutputLimit) is ignored: it comes with each
+// request to Start. Cancelling ctx aborts the preparation; it does not
 // affect the prepared sandbox after Prepare returned.
 func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	if spec.Process {
@@ -57,7 +52,7 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	if err := check.validate(); err != nil {
 		return nil, err
 	}
-	spec.Args, spec.Env, spec.Rlimits = nil, nil, nil
+	spec.Args, spec.Env, spec.Rlimits, spec.Seccomp = nil, nil, nil, nil
 	spec.Stdin, spec.Stdout, spec.Stderr = nil, nil, nil
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -69,13 +64,6 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	spec.Stdin, spec.Stdout, spec.Stderr = stdinR, p.stdout, p.stderr
 	s := newSandbox(&spec)
 	p.s = s
-	if spec.Seccomp != nil {
-		denied, err := spec.Seccomp.Program.FirstDenied(afterAheadFilter())
-		s.filterAhead = denied == "" && err == nil
-		if !s.filterAhead {
-			s.log.Debug("the filter loads at the request", slog.String("denies", denied), slog.Any("error", err))
-		}
-	}
 	c, err := s.launch()
 	stdinR.Close()
 	if err != nil {
@@ -110,10 +98,10 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 func (p *Prepared) Pid() int { return p.s.Pid() }
 
 // Matches reports whether spec describes the sandbox p was prepared as
-// (see SameJail), in the same cgroup and with the same seccomp filter
-// (it is loaded ahead). Only such a spec can be started in p.
+// (see SameJail), in the same cgroup. Only such a spec can be started in
+// p; its filter, like the rest of its program, comes with it.
 func (p *Prepared) Matches(spec *Spec) bool {
-	return SameJail(p.s.spec, spec) && p.s.spec.Cgroup == spec.Cgroup && SameFilter(p.s.spec.Seccomp, spec.Seccomp)
+	return SameJail(p.s.spec, spec) && p.s.spec.Cgroup == spec.Cgroup
 }
 
 // SameFilter reports whether two seccomp filters are the same program.
@@ -169,7 +157,9 @@ func (p *Prepared) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	out, errw := s.outputs(&spec)
 	p.stdout.set(out)
 	p.stderr.set(errw)
-	s.start = time.Now()
+	// The request's phases, the init's marks of its program part
+	// included, count from here.
+	s.start, s.startNS = time.Now(), monotonicNS()
 	go s.watch(ctx)
 	stdinW := p.stdinW
 	p.stdinW = nil

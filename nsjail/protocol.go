@@ -5,7 +5,9 @@ import (
 	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
-// The parent and the init talk over two channels the init inherits:
+// The parent and the init talk over two channels the init inherits. The
+// sequence is the same for every mode; a warm pool's prepared sandbox
+// differs only in when the program is sent (with its request):
 //
 //	parent (supervisor)                          init (re-exec'd binary)
 //	-------------------                          -----------------------
@@ -16,30 +18,23 @@ import (
 //	   clone, maps and exec: spawn_linux.go)
 //	exec /proc/self/exe (or InitPath),   ----->  Init(): lock OS thread;
 //	  env = {initEnv, buildEnv}                  refuse another build's token
+//	[v2 where clone3 is refused: place
+//	 it by pid now, before the spec]
 //	fd 3: write initConfig (wire.go)    ----->  read it
-//	                                             [v1: "0" to each tasks file:
-//	                                              this thread moves itself]
-//	[v2 without clone3: place it by pid          build the jail
-//	 meanwhile; ahead: before the spec]          (mounts, pivot_root,
-//	                                              hostname, lo up)
-//	                                             [ahead: confine now: cgroupns,
-//	                                              fds, caps, no_new_privs, and
-//	                                              seccomp (+ listener, below)
-//	                                              if initConfig carries it]
+//	[cold: write programConfig and                [v1: "0" to each tasks file:
+//	 close fd 3 at once: the init does             this thread moves itself]
+//	 not wait for us below]                      build the jail (mounts,
+//	                                              pivot_root, hostname, lo up)
+//	                                             confine: cgroupns, fds,
+//	                                              capabilities, no_new_privs
 //	fd 4: read one message              <-----  {prepared, marks}
 //	      [a prepared sandbox of a warm pool waits here for a request]
-//	fd 3: write programConfig,          ----->  read it (the barrier: the
-//	      close                                  init is in its cgroup)
-//	      [a cold sandbox in its cgroup from
-//	       birth got it right after initConfig:
-//	       its init does not wait for us here]
+//	[warm: write programConfig, close]  ----->  read it
 //	                                             rlimits, chdir, lookup
-//	                                             [cold: confine now]
-//	                                             [seccomp, if programConfig
-//	                                              carries it]
-//	                                     <-----  {listener} + the listener fd
-//	                                             (SCM_RIGHTS; only with kill-by-notify)
-//	fd 4: read until EOF                <-----  {ready, marks}
+//	                                             seccomp (if it carries one)
+//	fd 4: read until EOF                <-----  {ready, marks, listener} + the
+//	                                             listener fd (SCM_RIGHTS; only
+//	                                             with kill-by-notify)
 //	                                             execve: fd 4 is close-on-exec, so EOF
 //	                                             after "ready" means exec'd
 //	on any failure:                     <-----  {stage, errno, msg}, exit
@@ -76,19 +71,11 @@ type initConfig struct {
 	// fd joinCgroupFD on, one per hierarchy of the run's cgroup. The
 	// init's exec thread writes "0" to each before anything else.
 	JoinCgroup int
-	// Ahead: the init is in its cgroup before it reads this (born
-	// there, JoinCgroup, or placed by the parent first), and it confines
-	// itself (cgroup namespace, fds, capabilities, no_new_privs, Seccomp)
-	// before it reports prepared, so that a request pays only for its
-	// program (a warm pool). Seccomp is nil when the filter must wait
-	// for the program part (see Prepare); it is never in both.
-	Ahead   bool
-	Seccomp *seccomp.Filter
 }
 
-// programConfig is the part of the spec applied just before exec, sent
-// once the jail is built and placed: what runs, and under which limits
-// and filter.
+// programConfig is the part of the spec applied just before exec: what
+// runs, and under which limits and filter (the only filter: loaded as
+// the init's last step before exec).
 type programConfig struct {
 	Args    []string
 	Env     []string
@@ -101,7 +88,7 @@ type programConfig struct {
 type initStatus struct {
 	Ready    bool
 	Prepared bool
-	Listener bool
+	Listener bool // with Ready: the message carries the seccomp listener fd
 	Stage    string
 	Errno    int
 	Msg      string
@@ -111,7 +98,8 @@ type initStatus struct {
 	Marks []int64
 }
 
-// initMarks names the init's timing marks, in the order it takes them:
-// the prepared report carries the first four, the ready report the rest.
-var initMarks = []string{"init-started", "init-spec-read", "init-in-cgroup", "init-jail-built",
-	"init-program-read", "init-confined", "init-filter-loaded"}
+// initMarks names the init's timing marks, in the order it takes them
+// (runInit): the prepared report carries the first five, the ready
+// report the rest.
+var initMarks = []string{"init-started", "init-spec-read", "init-in-cgroup", "init-jail-built", "init-confined",
+	"init-program-read", "init-filter-loaded"}

@@ -7,7 +7,6 @@ import (
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
-	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/seccomp"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -15,12 +14,15 @@ import (
 
 // denyUname is a hand-written filter: uname(2) gets EPERM, everything else
 // of the native arch is allowed, any other arch is killed.
-func denyUname(t *testing.T) seccomp.Program {
+func denyUname(t *testing.T) seccomp.Program { return denySyscall(t, unix.SYS_UNAME) }
+
+// denySyscall is denyUname for the syscall nr.
+func denySyscall(t *testing.T, nr uint32) seccomp.Program {
 	p, err := seccomp.Assemble([]bpf.Instruction{
 		bpf.LoadAbsolute{Off: 4, Size: 4},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AUDIT_ARCH_X86_64, SkipFalse: 4},
 		bpf.LoadAbsolute{Off: 0, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_UNAME, SkipFalse: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: 1},
 		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
 		bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
 		bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS},
@@ -58,32 +60,44 @@ func TestSeccompProgramLoaded(t *testing.T) {
 	}
 }
 
-// The default filter lets an init confined ahead (a warm pool's) make
-// every call it still makes before exec, so a default pool loads it
-// ahead; a rule against one of them moves the load to the request.
-func TestAfterAheadFilter(t *testing.T) {
-	ex, err := executor.New(executor.Config{})
+// A prepared sandbox (a warm pool's) gets its filter with its program,
+// as a cold one does: whatever filter it was prepared with, the
+// request's is the one in force, and it is loaded after the init's own
+// rlimits and chdir, so a filter that denies those (here chdir) still
+// runs its program.
+func TestPreparedFilterComesWithProgram(t *testing.T) {
+	testutil.RequireUserNS(t)
+	ex, _ := executor.New(executor.Config{})
+	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c",
+		`uname -s 2>&1; cd /tmp 2>&1; grep -h -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status`}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		rules []policy.SyscallRule
-		want  string
-	}{
-		{nil, ""},
-		{[]policy.SyscallRule{{Names: []string{"chdir"}, Action: policy.ActErrno}}, "chdir"},
-		{[]policy.SyscallRule{{Names: []string{"prlimit64"}, Action: policy.ActKill}}, "prlimit64"},
-		{[]policy.SyscallRule{{Names: []string{"getcwd"}, Action: policy.ActErrno}}, ""},
-	} {
-		p := policy.Default()
-		p.Seccomp.Rules = c.rules
-		spec, _, err := ex.Resolve(executor.Request{Args: []string{"true"}, Policy: p})
+		name   string
+		nr     uint32
+		denied string
+	}{{"uname", unix.SYS_UNAME, "Operation not permitted"}, {"chdir", unix.SYS_CHDIR, "can't cd"}} {
+		prepSpec := spec
+		prepSpec.Seccomp = &seccomp.Filter{Profile: "other", Program: denySyscall(t, unix.SYS_GETPID)}
+		prep, err := nsjail.Prepare(t.Context(), prepSpec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		denied, err := spec.Seccomp.Program.FirstDenied(nsjail.AfterAheadFilter())
-		if err != nil || !strings.HasPrefix(denied, c.want) || (c.want == "") != (denied == "") {
-			t.Errorf("rules %+v: denied %q (%v), want %q", c.rules, denied, err, c.want)
+		req := spec
+		req.Seccomp = &seccomp.Filter{Profile: "test", Rules: 1, Program: denySyscall(t, c.nr)}
+		res, err := prep.Run(t.Context(), req)
+		prep.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if res.Status != nsjail.StatusOK || !strings.Contains(res.Stdout, c.denied) || res.Enforced.Seccomp != "test" {
+			t.Errorf("%s denied: %s %q, enforced %q", c.name, res.Status, res.Stdout, res.Enforced.Seccomp)
+		}
+		for _, want := range []string{"Seccomp:\t2", "NoNewPrivs:\t1", "CapEff:\t0000000000000000"} {
+			if !strings.Contains(res.Stdout, want) {
+				t.Errorf("%s denied: %q lacks %q", c.name, res.Stdout, want)
+			}
 		}
 	}
 }

@@ -54,6 +54,25 @@ func (s *Sandbox) watch(ctx context.Context) {
 	}
 }
 
+// endGroup waits until the process backend's program, the leader of its
+// process group, has exited, without reaping it, and kills what it left
+// running in its group, as the pid namespace takes everything with pid 1.
+// Only then may the leader be reaped. A zombie keeps its pid, so until
+// it is reaped no new process can get that pid and with it the group's
+// id; a kill(-pgid) after the reap could reach a stranger that reused
+// both, once the group was empty. kill makes no group kill after this.
+func (s *Sandbox) endGroup() {
+	var info unix.Siginfo
+	for unix.Waitid(unix.P_PID, s.pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+	}
+	// Whatever waitid said (only EINTR is possible for our own unreaped
+	// child), the group's id is still held: killing it is safe.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	unix.Kill(-s.pid, unix.SIGKILL)
+	s.groupDone = true
+}
+
 // cpuPoll is how often the cgroup's CPU time is checked against CPUTime.
 const cpuPoll = 50 * time.Millisecond
 
@@ -88,13 +107,15 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 			return &policy.SetupError{Stage: "status", Err: fmt.Errorf("bad message from init: %w", err)}
 		}
 		s.initPhases(st.Marks)
+		if st.Listener && !st.Ready {
+			return &policy.SetupError{Stage: "status", Err: errors.New("bad message from init: a listener without ready")}
+		}
 		if st.Listener {
 			fd, err := listenerFD(oob[:oobn])
 			if err != nil {
 				return &policy.SetupError{Stage: "seccomp listener", Err: err}
 			}
 			go s.watchNotify(fd)
-			continue
 		}
 		if st.Ready {
 			ready = true
@@ -124,8 +145,10 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 func (s *Sandbox) watchNotify(fd int) {
 	defer unix.Close(fd)
 	for {
-		// The listener reports POLLHUP once no task uses the filter
-		// (Linux 5.8); the timeout covers older kernels.
+		// The listener reports POLLHUP once no task uses the filter. The
+		// timeout is no fallback for old kernels: it ends this goroutine
+		// once the run is reaped while tasks that left it still hold the
+		// filter (the process backend's setsid'd escapees).
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		n, err := unix.Poll(fds, 1000)
 		select {
@@ -172,13 +195,15 @@ func (s *Sandbox) kill(reason Status) error {
 	if (reason == StatusOutputLimit || reason == StatusSeccompViolation) && s.reason == "" {
 		s.reason = reason
 	}
-	if s.spec.Process {
+	if s.spec.Process && !s.groupDone {
 		// The process backend's tree is its process group (the leader's
 		// pid); a process that left it with setsid escapes unless a
-		// cgroup holds the run. When the group kill found the leader,
-		// the reaper may take it before the pidfd kill below sees it:
-		// the cause is recorded here.
-		if unix.Kill(-s.cmd.Process.Pid, unix.SIGKILL) == nil && s.reason == "" {
+		// cgroup holds the run. Safe from pid reuse: until groupDone the
+		// leader is not reaped, so its pid is still its group's id (see
+		// endGroup). When the group kill found the leader, the reaper may
+		// take it before the pidfd kill below sees it: the cause is
+		// recorded here.
+		if unix.Kill(-s.pid, unix.SIGKILL) == nil && s.reason == "" {
 			s.reason = reason
 		}
 	}
@@ -214,11 +239,6 @@ func (s *Sandbox) Wait() (*Result, error) {
 	<-s.exited
 	wall := time.Since(s.start)
 	s.phase("exited")
-	if s.spec.Process {
-		// What the program left running in its group goes with it, as the
-		// pid namespace takes everything with pid 1.
-		unix.Kill(-s.cmd.Process.Pid, unix.SIGKILL)
-	}
 	s.mu.Lock()
 	cancelled, reason, violation := s.cancel, s.reason, s.violation
 	s.mu.Unlock()

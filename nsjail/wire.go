@@ -29,7 +29,9 @@ import (
 
 // wireVersion changes with the layout: an init of another layout fails
 // its read with an error naming both (build tokens catch the rest).
-const wireVersion = 1
+// Version 2: initConfig lost Ahead and Seccomp (one filter slot, in
+// programConfig).
+const wireVersion = 2
 
 // writeMsg sends one message: header and payload in a single write.
 func writeMsg(w io.Writer, payload []byte) error {
@@ -226,8 +228,6 @@ func (c *initConfig) marshal() []byte {
 	}
 	e.str(c.Staging)
 	e.int(int64(c.JoinCgroup))
-	e.bool(c.Ahead)
-	e.filter(c.Seccomp)
 	return e.b
 }
 
@@ -246,8 +246,6 @@ func (c *initConfig) unmarshal(b []byte) error {
 	}
 	c.Staging = d.str()
 	c.JoinCgroup = d.smallInt()
-	c.Ahead = d.bool()
-	c.Seccomp = d.filter()
 	return d.end()
 }
 

@@ -8,12 +8,6 @@ import (
 	"golang.org/x/net/bpf"
 )
 
-// Call is one system call, by name, with the arguments to judge it at.
-type Call struct {
-	Name string
-	Args []uint64
-}
-
 // Eval runs the program as the kernel would on a native-arch syscall
 // number and arguments, and returns its action (SECCOMP_RET_*, with the
 // errno in the low bits). It runs in x/net/bpf's VM, which loads words
@@ -64,33 +58,4 @@ func run(vm *bpf.VM, audit, nr uint32, args []uint64) (uint32, error) {
 		return 0, fmt.Errorf("seccomp: %w", err)
 	}
 	return uint32(ret), nil
-}
-
-// FirstDenied returns the first of calls that the program does not let
-// run (any action but allow and log), as "name: action"; "" when it lets
-// them all run. Names this arch does not have are skipped.
-func (p Program) FirstDenied(calls []Call) (string, error) {
-	arch, ok := arches[runtime.GOARCH]
-	if !ok {
-		return "", fmt.Errorf("seccomp: no arch info for %s", runtime.GOARCH)
-	}
-	vm, err := p.vm()
-	if err != nil {
-		return "", err
-	}
-	table := sysnums[runtime.GOARCH]
-	for _, c := range calls {
-		nr, ok := table[c.Name]
-		if !ok {
-			continue
-		}
-		ret, err := run(vm, arch.audit, nr, c.Args)
-		if err != nil {
-			return "", err
-		}
-		if !allowing(ret) {
-			return fmt.Sprintf("%s: action %#x", c.Name, ret), nil
-		}
-	}
-	return "", nil
 }
