@@ -1,5 +1,6 @@
-// Package nsjail is airlock's jail: the supervisor that starts a sandbox
-// and the re-exec'd init that builds it.
+// Package nsjail is airlock's own jail, not Google's nsjail tool (the name
+// is the directory the project's layout fixes): the supervisor that
+// starts a sandbox in new namespaces and the re-exec'd init that builds it.
 //
 // # Shape
 //
