@@ -74,6 +74,10 @@ func dryRun() probe.Check {
 		c.Detail = err.Error()
 		return c
 	}
+	// Close removes the run's cgroup and waits for it: without it this
+	// process exits while the removal runs in the background, and every
+	// doctor run left its cgroup behind.
+	defer ex.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p := policy.Default()

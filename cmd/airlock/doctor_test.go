@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -58,4 +59,40 @@ func TestDoctor(t *testing.T) {
 	if !cg.OK && !strings.Contains(out.String(), "fix: ") {
 		t.Errorf("text output lacks the fix:\n%s", out.String())
 	}
+}
+
+// doctor's dry run is a real sandbox: ten doctor runs leave no process,
+// workspace, cgroup or fd behind, in this process and as a CLI process
+// of its own. Each used to leave its run's cgroup (five directories on a
+// cgroup v1 host): its executor was never closed, so the CLI exited
+// before the group's removal in the background.
+func TestDoctorLeavesNothing(t *testing.T) {
+	testutil.RequireUserNS(t)
+	var out, errb bytes.Buffer
+	doctorCmd(nil, &out, &errb) // warm up (the runtime's poller, the probe)
+	fds := testutil.CountFDs(t)
+	for i := range 10 {
+		out.Reset()
+		if code := doctorCmd([]string{"--json"}, &out, &errb); code != 0 {
+			t.Fatalf("run %d: doctor exit %d\n%s%s", i, code, out.String(), errb.String())
+		}
+	}
+	testutil.CheckNothingLeft(t, testutil.Left{Work: os.TempDir(), FDs: fds})
+
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := testutil.WorldReadableDir(t)
+	var pids []int
+	for i := range 10 {
+		cmd := exec.Command(bin, "doctor")
+		cmd.Env = append(os.Environ(), "AIRLOCK_TEST_AS_CLI=1", "TMPDIR="+tmp)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("run %d: %v\n%s", i, err, b)
+		}
+		pids = append(pids, cmd.Process.Pid)
+	}
+	testutil.CheckNothingLeft(t, testutil.Left{Work: tmp, Supervisors: pids, Binary: bin})
 }
