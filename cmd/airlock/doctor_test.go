@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
-	"github.com/airlock-sandbox/airlock/internal/probe"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 // On this host (root or rootless) the default policy can be enforced;
@@ -23,7 +23,7 @@ func TestDoctor(t *testing.T) {
 		t.Fatalf("doctor --json: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 	var r struct {
-		probe.Report
+		policy.Host
 		OK bool `json:"ok"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
@@ -32,19 +32,23 @@ func TestDoctor(t *testing.T) {
 	if !r.OK || r.UID != os.Getuid() || r.CgroupMode != string(cgroups.HostMode()) {
 		t.Fatalf("report %+v", r)
 	}
-	names := map[string]probe.Check{}
+	ids := map[policy.CheckID]policy.Capability{}
 	for _, c := range r.Checks {
-		names[c.Name] = c
+		ids[c.ID] = c
 	}
-	for _, n := range []string{"kernel", "user namespaces", "cgroup limits", "seccomp", "pidfd", "landlock", "sandbox dry run"} {
-		if _, ok := names[n]; !ok {
-			t.Errorf("no %q check", n)
+	for _, id := range []policy.CheckID{policy.CheckKernel, policy.CheckUserNS, policy.CheckCgroup, policy.CheckSeccomp,
+		policy.CheckSeccompNotify, policy.CheckPidfd, policy.CheckLandlock, checkDryRun} {
+		if c, ok := ids[id]; !ok || c.Name == "" {
+			t.Errorf("no %q check", id)
 		}
 	}
-	if c := names["sandbox dry run"]; !c.OK || !strings.Contains(c.Detail, "seccomp default") {
+	if c := ids[checkDryRun]; !c.OK || !strings.Contains(c.Detail, "seccomp default") {
 		t.Errorf("dry run: %+v", c)
 	}
-	cg := names["cgroup limits"]
+	cg := ids[policy.CheckCgroup]
+	if cg.OK != (r.Limits != "") {
+		t.Errorf("cgroup check %+v with limits %q", cg, r.Limits)
+	}
 	switch {
 	case os.Getuid() == 0 && !cg.OK:
 		t.Errorf("root: cgroup limits missing: %+v", cg)

@@ -46,7 +46,7 @@ func BinDir(t testing.TB) string {
 // on cgroup v1, no.
 func Cgroups(t testing.TB) (*cgroups.Parent, bool) {
 	t.Helper()
-	p, err := cgroups.Find("")
+	p, err := cgroups.Find("", false)
 	if ExpectCgroups() {
 		RequireFeature(t, "a usable cgroup (root, or a delegated one)", err == nil)
 	}
