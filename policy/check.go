@@ -150,7 +150,7 @@ func processUnmet(p Policy, fallback bool) []Unmet {
 	default:
 		out = append(out, Unmet{Control: "network isolation", Field: "net",
 			Reason: fmt.Sprintf("net %s cannot be enforced: the process backend shares the host's network namespace", p.Net),
-			Fix:    fix + ", or net host to accept the host's network, or best_effort"})
+			Fix:    fix + ", or net host to accept the host's network, or best_effort (--best-effort) to run with it listed as not enforced"})
 	}
 	if !fallback {
 		out = append(out, Unmet{Control: "filesystem isolation", Field: "backend", Reason: "the process backend runs on the host's filesystem", Fix: fix, Default: true})
