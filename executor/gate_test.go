@@ -107,8 +107,16 @@ func TestFieldsReachSpec(t *testing.T) {
 			Memory: 96 << 20, Pids: 17, FileSize: 5 << 20, OpenFiles: 77, MaxOutput: 999, Workspace: ws, Net: policy.NetHost,
 			Setenv: map[string]string{"GIVEN": "yes"}, EnvPass: []string{"AIRLOCK_PASSED"},
 			Seccomp: policy.Seccomp{Rules: []policy.SyscallRule{{Names: []string{"getppid"}, Action: policy.ActKill}}}}
+		var want []string // not enforced
+		if backend == "process" {
+			want = []string{"filesystem isolation"}
+		}
 		if cgroup {
 			p.CPUs = 0.5
+		} else {
+			// Explicit limits without a cgroup: per-process rlimits,
+			// only with best_effort, and listed.
+			p.BestEffort, want = true, append(want, "memory", "pids")
 		}
 		if backend == "namespaces" {
 			p.Chdir = "/srv"
@@ -139,7 +147,7 @@ func TestFieldsReachSpec(t *testing.T) {
 			spec.Dir != dir, spec.Seccomp == nil, backend == "namespaces" && (!spec.HostNetwork || !mounted):
 			t.Errorf("%s: spec %+v, rlimits %v, not enforced %q", backend, spec, rl, notEnforced)
 		}
-		if backend == "process" && !slices.Equal(notEnforced, []string{"filesystem isolation"}) || backend == "namespaces" && len(notEnforced) != 0 {
+		if !slices.Equal(notEnforced, want) {
 			t.Errorf("%s: not enforced %q", backend, notEnforced)
 		}
 		p.Seccomp = policy.Seccomp{Profile: "none"}
