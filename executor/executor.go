@@ -426,8 +426,9 @@ func (e *Executor) run(ctx context.Context, req Request, enf policy.Enforcement)
 // imported seccomp profile, mount sources and the workspace, to check
 // them), and it compiles the policy's seccomp filter once per distinct
 // filter, caching it in this Executor's memory and, with
-// Config.SeccompCacheDir, on disk (one file per filter, written to a
-// temporary name and renamed).
+// Config.SeccompCacheDir, on disk (that directory is made if missing, mode
+// 0700; one file per filter, written to a temporary name and renamed; a
+// filter found there is read instead of compiled).
 func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
 	enf, err := e.check(&req.Policy)
 	if err != nil {
