@@ -126,18 +126,18 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	host := hostprobe.Probe(hostprobe.Options{CgroupParent: cfg.CgroupParent, CgroupMoveSelf: cfg.CgroupMoveSelf})
+	host := hostprobe.Probe(hostprobe.Options{NoCgroup: true})
 	e := &Executor{cfg: cfg, host: host, notify: host.Has(policy.CheckSeccompNotify), langs: detectLanguages(),
 		filters: map[string]*seccomp.Filter{}, sessions: map[*Session]bool{}}
 	if cfg.SeccompCacheDir != "" {
 		e.self = selfID()
 	}
-	// The probe said what Find would do; Find does it, and its outcome
-	// is the cgroup check requests are judged by.
+	// The cgroup check is the outcome of setting up this Executor's own
+	// parent.
 	var err error
-	cg := host.Get(policy.CheckCgroup)
+	cg := policy.Capability{ID: policy.CheckCgroup, Name: "cgroup limits"}
 	if e.cgroups, err = cgroups.Find(cfg.CgroupParent, cfg.CgroupMoveSelf); err != nil {
-		cg.OK, cg.Detail, cg.Fix, host.Limits = false, err.Error(), "", ""
+		cg.Detail = err.Error()
 		var u *policy.UnsupportedError
 		if errors.As(err, &u) {
 			cg.Detail, cg.Fix = u.Reason, u.Fix

@@ -27,6 +27,11 @@ type Options struct {
 	// own cgroup to use it (executor.Config.CgroupMoveSelf). The probe
 	// only judges whether that would work; it moves nothing.
 	CgroupMoveSelf bool
+	// NoCgroup leaves the cgroup check out of the Host (Get reports it
+	// missing): for a caller that sets its cgroup up itself and records
+	// the outcome with Host.Set, as executor.New does, so that the
+	// cgroup filesystem is not read twice.
+	NoCgroup bool
 }
 
 // Probe returns what this host can enforce for this user. It has no side
@@ -35,17 +40,12 @@ func Probe(opts Options) *policy.Host {
 	var uts unix.Utsname
 	unix.Uname(&uts)
 	h := &policy.Host{Kernel: unix.ByteSliceToString(uts.Release[:]), UID: os.Getuid(), CgroupMode: string(cgroups.HostMode())}
-	cg, limits := cgroupCheck(opts)
-	h.Limits = limits
-	h.Checks = []policy.Capability{
-		kernel(h.Kernel),
-		userNS(),
-		cg,
-		seccompCheck(),
-		notifyCheck(),
-		pidfd(),
-		landlock(),
+	h.Checks = []policy.Capability{kernel(h.Kernel), userNS()}
+	if !opts.NoCgroup {
+		cg, limits := cgroupCheck(opts)
+		h.Checks, h.Limits = append(h.Checks, cg), limits
 	}
+	h.Checks = append(h.Checks, seccompCheck(), notifyCheck(), pidfd(), landlock())
 	return h
 }
 
