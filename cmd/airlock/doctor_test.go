@@ -72,6 +72,8 @@ func TestDoctor(t *testing.T) {
 // before the group's removal in the background.
 func TestDoctorLeavesNothing(t *testing.T) {
 	testutil.RequireUserNS(t)
+	tmp := testutil.WorldReadableDir(t)
+	t.Setenv("TMPDIR", tmp)
 	var out, errb bytes.Buffer
 	doctorCmd(nil, &out, &errb) // warm up (the runtime's poller, the probe)
 	fds := testutil.CountFDs(t)
@@ -81,13 +83,12 @@ func TestDoctorLeavesNothing(t *testing.T) {
 			t.Fatalf("run %d: doctor exit %d\n%s%s", i, code, out.String(), errb.String())
 		}
 	}
-	testutil.CheckNothingLeft(t, testutil.Left{Work: os.TempDir(), FDs: fds})
+	testutil.CheckNothingLeft(t, testutil.Left{Work: tmp, FDs: fds})
 
 	bin, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp := testutil.WorldReadableDir(t)
 	var pids []int
 	for i := range 10 {
 		cmd := exec.Command(bin, "doctor")

@@ -233,7 +233,8 @@ func CountFDs(t testing.TB) int {
 
 // Left says what CheckNothingLeft looks for.
 type Left struct {
-	// Work is where workspaces (airlock-ws-*) must be gone; "" = not checked.
+	// Work is a directory private to the runs (their Config.WorkDir or
+	// TMPDIR): it must be left empty. "" = not checked.
 	Work string
 	// FDs is CountFDs before the runs: this process must not hold more
 	// once its goroutines have closed their pipes. 0 = not checked.
@@ -265,8 +266,8 @@ func CheckNothingLeft(t testing.TB, l Left) {
 		t.Errorf("processes left: %v", procs())
 	}
 	if l.Work != "" {
-		if left, _ := filepath.Glob(filepath.Join(l.Work, "airlock-ws-*")); len(left) != 0 {
-			t.Errorf("workspaces left: %v", left)
+		if left, _ := os.ReadDir(l.Work); len(left) != 0 {
+			t.Errorf("left in %s: %v", l.Work, left)
 		}
 	}
 	if left := CgroupsOf(l.Supervisors, l.CgroupDirs...); len(left) > 0 {
@@ -298,6 +299,9 @@ func CgroupsOf(supervisors []int, dirs ...string) []string {
 	}
 	var left []string
 	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
 		for _, pid := range supervisors {
 			m, _ := filepath.Glob(filepath.Join(d, "airlock-"+strconv.Itoa(pid)+"-*"))
 			for _, p := range m {
