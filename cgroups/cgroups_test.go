@@ -17,7 +17,7 @@ import (
 )
 
 func TestFindMatchesHost(t *testing.T) {
-	p, err := Find("")
+	p, err := Find("", false)
 	switch {
 	case os.Getuid() == 0 && err != nil:
 		t.Fatalf("root could not find a cgroup parent: %v", err)
@@ -96,7 +96,7 @@ func TestStaleFailsClosed(t *testing.T) {
 // A real group: limits written, a process added and accounted, killed,
 // and removed.
 func TestGroupLifecycle(t *testing.T) {
-	p, err := Find("")
+	p, err := Find("", false)
 	if err != nil && (os.Getuid() == 0 || os.Getenv("AIRLOCK_TEST_DELEGATED") == "1") {
 		t.Fatalf("no usable cgroup parent as root or in a delegated cgroup: %v", err)
 	}

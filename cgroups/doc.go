@@ -5,11 +5,15 @@
 //
 // Find discovers a parent under which this process may make cgroups: on
 // v2, its own cgroup when writable and delegated with the memory, cpu and
-// pids controllers (moving itself into a leaf, airlock-supervisor, when
-// the "no internal processes" rule requires it), or a configured one; on
-// v1, its own cgroup in the memory, cpu, cpuacct, pids and freezer
-// hierarchies, which takes root. When none is usable the error is a
-// policy.UnsupportedError naming the fix.
+// pids controllers, or a configured one; on v1, its own cgroup in the
+// memory, cpu, cpuacct, pids and freezer hierarchies, which takes root.
+// When none is usable the error is a policy.UnsupportedError naming the
+// fix. Find never moves the calling process unless asked: on v2 the "no
+// internal processes" rule makes a process's own cgroup unusable as a
+// parent while it holds processes, and only a caller that passes moveSelf
+// (the airlock CLI, through executor.Config.CgroupMoveSelf) is moved into
+// a leaf, airlock-supervisor. Inspect answers as Find would, writing
+// nothing: the host probe uses it.
 //
 // # Per run
 //

@@ -45,42 +45,43 @@ func (p *Parent) Dir() string {
 	return p.v1["memory"]
 }
 
-// Find discovers where this process may make per-run cgroups. configured
-// is a cgroup path (as in /proc/self/cgroup, e.g. "/my.slice/airlock")
-// to use instead of this process's own cgroup; "" = discover.
+// Find discovers where this process may make per-run cgroups and makes
+// it ready. configured is a cgroup path (as in /proc/self/cgroup, e.g.
+// "/my.slice/airlock") to use instead of this process's own cgroup; "" =
+// discover.
 //
 // On cgroup v2 the parent must be writable with the memory, cpu and pids
-// controllers available. When the parent is this process's own cgroup and
-// holds processes, the "no internal processes" rule forbids enabling
-// controllers for its children: Find then moves this process into a leaf,
-// <own>/airlock-supervisor. On cgroup v1 the parent is this process's own
-// cgroup in each of the memory, cpu, cpuacct, pids and freezer
-// hierarchies, which in practice needs root.
+// controllers available; Find enables them for the parent's children
+// (cgroup.subtree_control). The "no internal processes" rule forbids that
+// while the parent itself holds processes, which is the case of a
+// process's own cgroup: with moveSelf, and only when discovering (never
+// into or out of a configured parent), Find then moves this whole process
+// into a leaf, <own>/airlock-supervisor, and makes the per-run groups
+// beside it. Without moveSelf it moves nothing and that cgroup is
+// unusable (the error says the ways out). A process already in a leaf of
+// that name, put there by whoever started it, makes its groups beside it
+// with no move. On cgroup v1 the parent is this process's own cgroup in
+// each of the memory, cpu, cpuacct, pids and freezer hierarchies (or the
+// configured path in each), which in practice needs root; nothing is
+// written.
 //
 // The error, when no cgroup can be used, is an *policy.UnsupportedError
-// naming the fix.
-//
-// Discovery (configured == "") is done once per process: its answer does
-// not change, and a CLI run would otherwise pay for it twice (the host
-// probe and the executor both ask).
-func Find(configured string) (*Parent, error) {
-	if configured == "" {
-		discovered.once.Do(func() { discovered.p, discovered.err = find("") })
-		return discovered.p, discovered.err
-	}
-	return find(configured)
+// naming the fix. Find keeps no state: each call looks again.
+func Find(configured string, moveSelf bool) (*Parent, error) {
+	return find(configured, moveSelf, true)
 }
 
-var discovered struct {
-	once sync.Once
-	p    *Parent
-	err  error
+// Inspect is Find without its side effects: it writes nothing (no
+// controllers enabled, no move) and returns the parent Find would return,
+// or Find's error, as far as reading the cgroup files can tell.
+func Inspect(configured string, moveSelf bool) (*Parent, error) {
+	return find(configured, moveSelf, false)
 }
 
-func find(configured string) (*Parent, error) {
+func find(configured string, moveSelf, apply bool) (*Parent, error) {
 	switch HostMode() {
 	case Unified:
-		return findV2("/sys/fs/cgroup", configured)
+		return findV2("/sys/fs/cgroup", configured, moveSelf, apply)
 	case Hybrid, Legacy:
 		return findV1(configured)
 	}
@@ -88,12 +89,15 @@ func find(configured string) (*Parent, error) {
 }
 
 func unsupported(reason, fix string) error {
-	return &policy.UnsupportedError{Control: "cgroup limits", Reason: reason, Fix: fix}
+	return &policy.UnsupportedError{Control: "cgroup limits", Check: policy.CheckCgroup, Reason: reason, Fix: fix}
 }
 
 const rootlessFix = "run as root, or on a cgroup v2 host inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes airlock ...)"
 
-func findV2(mount, configured string) (*Parent, error) {
+// busyFix is the way out of an own cgroup that holds processes.
+const busyFix = "start this process in a leaf named " + supervisorLeaf + " of its delegated cgroup, or configure a cgroup parent that holds no processes, or let it move itself there (executor.Config.CgroupMoveSelf; the airlock CLI does)"
+
+func findV2(mount, configured string, moveSelf, apply bool) (*Parent, error) {
 	rel := configured
 	if rel == "" {
 		_, own, err := cg.ParseCgroupFileUnified("/proc/self/cgroup")
@@ -101,8 +105,8 @@ func findV2(mount, configured string) (*Parent, error) {
 			return nil, unsupported("cannot read /proc/self/cgroup: "+err.Error(), "")
 		}
 		rel = own
-		// A supervisor Find already moved into its leaf makes its groups
-		// beside the leaf.
+		// A supervisor already in its leaf (moved by Find, or started
+		// there) makes its groups beside the leaf.
 		if filepath.Base(rel) == supervisorLeaf {
 			rel = filepath.Dir(rel)
 		}
@@ -121,10 +125,21 @@ func findV2(mount, configured string) (*Parent, error) {
 				"delegate memory, cpu and pids to this cgroup (systemd: Delegate=memory cpu pids)")
 		}
 	}
+	// Enabling controllers for children is refused (EBUSY) while the
+	// parent holds processes, except at the root.
+	busy := dir != mount && holdsProcesses(dir)
+	canMove := moveSelf && configured == "" && dir != mount
+	if !apply {
+		if busy && len(missingControllers(dir)) > 0 && !canMove {
+			return nil, busyError(dir)
+		}
+		return &Parent{backend: "cgroup2", v2: dir}, nil
+	}
 	err = enableControllers(dir)
-	if errors.Is(err, unix.EBUSY) && configured == "" && dir != mount {
-		// Processes in our own cgroup: move ourselves into a leaf, then
-		// the controllers can be enabled for the per-run siblings.
+	if errors.Is(err, unix.EBUSY) && canMove {
+		// Processes in our own cgroup, and the caller allows the move:
+		// into a leaf, then the controllers can be enabled for the
+		// per-run siblings.
 		leaf := filepath.Join(dir, supervisorLeaf)
 		if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, unsupported("cgroup v2: "+err.Error(), "")
@@ -134,6 +149,9 @@ func findV2(mount, configured string) (*Parent, error) {
 		}
 		err = enableControllers(dir)
 	}
+	if errors.Is(err, unix.EBUSY) {
+		return nil, busyError(dir)
+	}
 	if err != nil {
 		return nil, unsupported(fmt.Sprintf("cgroup v2: enabling %v in %s: %v", v2Controllers, dir, err),
 			"run airlock alone in its delegated cgroup (no other processes there)")
@@ -141,10 +159,22 @@ func findV2(mount, configured string) (*Parent, error) {
 	return &Parent{backend: "cgroup2", v2: dir}, nil
 }
 
+func busyError(dir string) error {
+	return unsupported(fmt.Sprintf("cgroup v2: %s holds processes, so its children cannot get the %v controllers", dir, v2Controllers), busyFix)
+}
+
+// holdsProcesses reports whether a v2 cgroup has processes of its own.
+func holdsProcesses(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	return err != nil || len(strings.TrimSpace(string(b))) > 0
+}
+
 // supervisorLeaf is where a supervisor moves itself on cgroup v2.
 const supervisorLeaf = "airlock-supervisor"
 
-func enableControllers(dir string) error {
+// missingControllers are the v2Controllers not yet enabled for dir's
+// children.
+func missingControllers(dir string) []string {
 	cur, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
 	var add []string
 	for _, c := range v2Controllers {
@@ -152,6 +182,11 @@ func enableControllers(dir string) error {
 			add = append(add, "+"+c)
 		}
 	}
+	return add
+}
+
+func enableControllers(dir string) error {
+	add := missingControllers(dir)
 	if len(add) == 0 {
 		return nil
 	}

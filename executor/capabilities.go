@@ -1,5 +1,11 @@
 package executor
 
+import (
+	"errors"
+
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
 // Capabilities is what this Executor can enforce on this host, from the
 // host probe and the discovery done by New: what a caller may rely on.
 type Capabilities struct {
@@ -33,29 +39,39 @@ type Capabilities struct {
 	Kernel string `json:"kernel"`
 }
 
-// Capabilities reports what this Executor can enforce.
+// Capabilities reports what this Executor can enforce: a summary of its
+// Host, which policy.Check judges requests by.
 func (e *Executor) Capabilities() Capabilities {
+	_, jailErr := policy.Check(policy.Policy{}, e.host)
+	jail := !isJail(jailErr)
 	c := Capabilities{
 		Backend:    "namespaces",
-		Filesystem: e.nsErr == nil,
-		Network:    e.nsErr == nil,
-		Namespaces: e.nsErr == nil,
+		Filesystem: jail,
+		Network:    jail,
+		Namespaces: jail,
 		Limits:     "rlimit",
-		Seccomp:    e.host.Get("seccomp").OK,
+		Seccomp:    e.host.Has(policy.CheckSeccomp),
 		KillNames:  e.notify,
 		Sessions:   true,
 		Languages:  names(e.langs),
 		Kernel:     e.host.Kernel,
 	}
-	if e.nsErr != nil {
-		c.Backend, c.NamespacesNote = "process", e.nsErr.Error()
+	if !jail {
+		c.Backend, c.NamespacesNote = "process", jailErr.Error()
 	}
-	if e.cgroups != nil {
-		c.Limits = e.cgroups.Backend()
-	} else if e.cgErr != nil {
-		c.LimitsNote = e.cgErr.Error()
+	if e.host.Has(policy.CheckCgroup) && e.host.Limits != "" {
+		c.Limits = e.host.Limits
+	} else {
+		cg := e.host.Get(policy.CheckCgroup)
+		c.LimitsNote = (&policy.UnsupportedError{Control: "cgroup limits", Check: cg.ID, Reason: cg.Detail, Fix: cg.Fix}).Error()
 	}
 	return c
+}
+
+// isJail reports whether err refuses the namespace jail itself.
+func isJail(err error) bool {
+	var u *policy.UnsupportedError
+	return errors.As(err, &u) && u.Control == "namespaces"
 }
 
 // SupportsLanguage reports whether name (or an alias) is installed.

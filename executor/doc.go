@@ -34,8 +34,20 @@
 //
 // A policy that asks for a control this host or user cannot enforce is
 // refused before anything runs, naming the control and the fix, unless
-// the policy is best_effort; Result.Enforced records what was applied and
-// what best_effort let go.
+// the policy is best_effort; Result.Enforced records what was applied and,
+// in not_enforced, what was not. The decision is policy.Check's, made once
+// per request against the Executor's Host (the probe of
+// policy/hostprobe, with the outcome of New's own cgroup setup): it picks
+// the backend, how limits are applied and whether the filter is loaded.
+//
+// # Side effects on the host process
+//
+// New probes without changing anything, enables the cgroup controllers of
+// the cgroup parent's children (cgroup v2) and removes the cgroups of
+// supervisors that died. It moves this process into another cgroup only
+// with Config.CgroupMoveSelf, never when Config.CgroupParent is set.
+// Resolve starts nothing; it compiles and caches seccomp filters (see its
+// doc).
 //
 // # Backends
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -14,9 +15,9 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
-	"github.com/airlock-sandbox/airlock/internal/probe"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/policy/hostprobe"
 	"github.com/airlock-sandbox/airlock/rootfs"
 	"github.com/airlock-sandbox/airlock/seccomp"
 	"golang.org/x/sys/unix"
@@ -59,9 +60,25 @@ type Config struct {
 	SpawnPath string
 	// CgroupParent is the cgroup (a path as in /proc/self/cgroup) under
 	// which per-run cgroups are made. "" = discovered: this process's own
-	// cgroup, delegated on v2 (the process may move itself into a leaf,
-	// <own>/airlock-supervisor), or its own v1 cgroups as root.
+	// cgroup, delegated on v2, or its own v1 cgroups as root. A parent
+	// that holds processes cannot have the controllers enabled for its
+	// children (cgroup v2's "no internal processes" rule), so a
+	// discovered v2 cgroup is usable only when this process already
+	// lives in a leaf named airlock-supervisor inside it (per-run groups
+	// are then made beside the leaf), when it holds no process, or with
+	// CgroupMoveSelf. Without a usable cgroup, explicit limits are
+	// refused and the defaults fall back to rlimits (see policy.Check).
 	CgroupParent string
+	// CgroupMoveSelf allows New, on cgroup v2 when CgroupParent is ""
+	// and this process's own cgroup holds processes, to move this whole
+	// process (every thread of the daemon linking airlock) into
+	// <own>/airlock-supervisor, so that per-run cgroups can be made
+	// beside it. It is a change to the host process that outlives the
+	// Executor; it is never done when CgroupParent is set, nor on cgroup
+	// v1. false (the default) = never move: a daemon decides where it
+	// lives. The airlock CLI sets it: a one-shot process acting for its
+	// caller, with nothing else in its cgroup to disturb.
+	CgroupMoveSelf bool
 	// SeccompCacheDir, if set, keeps compiled seccomp filters on disk
 	// between processes (a CLI compiles its filter once, not per run). It
 	// is used only while it and its files belong to this user and are not
@@ -84,10 +101,11 @@ type Executor struct {
 	notify bool   // kill rules name their syscall (user notification)
 	self   string // identity of this binary, for the on-disk cache
 
-	host    *probe.Report   // what this host can enforce
-	nsErr   error           // why the namespace jail cannot run here, if it cannot
+	// host is what this host can enforce for this Executor: the probe,
+	// with the cgroup check replaced by the outcome of setting up its
+	// own parent. Every request is judged against it by policy.Check.
+	host    *policy.Host
 	cgroups *cgroups.Parent // where per-run cgroups go; nil = none usable
-	cgErr   error           // why not, when cgroups is nil
 	groups  *groups         // cold runs' groups: a spare made ahead, removals in the background
 
 	langs map[string]Language // installed languages, by name and alias
@@ -99,46 +117,53 @@ type Executor struct {
 	closed   bool
 }
 
-// New returns an Executor.
+// New returns an Executor. It probes the host (policy/hostprobe) and sets
+// up the cgroup parent: on cgroup v2 it enables the memory, cpu and pids
+// controllers for the parent's children, and it removes the groups of
+// supervisors that died mid-run (their names say whose they were). It
+// moves this process only with Config.CgroupMoveSelf.
 func New(cfg Config) (*Executor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	// Kill-by-notify needs SECCOMP_RET_USER_NOTIF in the kernel and
-	// libseccomp API 6; without it kills are KILL_PROCESS, unnamed.
-	notify := seccomp.NotifySupported() && seccomp.ActionAvailable(seccomp.RetUserNotif)
-	// Fail closed on what no policy can do without: the new mount API and
-	// user namespaces.
-	// The jail needs user namespaces and the new mount API; without them
-	// only the process backend can run, by explicit choice or best_effort.
-	host := probe.Run()
-	var nsErr error
-	for _, name := range []string{"kernel", "user namespaces"} {
-		if c := host.Get(name); !c.OK && nsErr == nil {
-			nsErr = &policy.UnsupportedError{Control: name, Reason: c.Detail, Fix: c.Fix + "; or choose the process backend (no isolation)"}
-		}
-	}
-	e := &Executor{cfg: cfg, notify: notify, host: host, nsErr: nsErr, langs: detectLanguages(),
+	host := hostprobe.Probe(hostprobe.Options{NoCgroup: true})
+	e := &Executor{cfg: cfg, host: host, notify: host.Has(policy.CheckSeccompNotify), langs: detectLanguages(),
 		filters: map[string]*seccomp.Filter{}, sessions: map[*Session]bool{}}
 	if cfg.SeccompCacheDir != "" {
 		e.self = selfID()
 	}
-	e.cgroups, e.cgErr = cgroups.Find(cfg.CgroupParent)
-	if e.cgroups != nil {
+	// The cgroup check is the outcome of setting up this Executor's own
+	// parent.
+	var err error
+	cg := policy.Capability{ID: policy.CheckCgroup, Name: "cgroup limits"}
+	if e.cgroups, err = cgroups.Find(cfg.CgroupParent, cfg.CgroupMoveSelf); err != nil {
+		cg.Detail = err.Error()
+		var u *policy.UnsupportedError
+		if errors.As(err, &u) {
+			cg.Detail, cg.Fix = u.Reason, u.Fix
+		}
+	} else {
+		cg.OK, host.Limits = true, e.cgroups.Backend()
+		cg.Detail = fmt.Sprintf("mode %s: %s under %s", host.CgroupMode, e.cgroups.Backend(), e.cgroups.Dir())
 		// Groups left by a supervisor that died mid-run (SIGKILL) go now.
 		if n, err := e.cgroups.ReapStale(); n > 0 || err != nil {
 			cfg.Logger.Info("reaped stale cgroups", slog.Int("count", n), slog.Any("error", err))
 		}
 		e.groups = &groups{parent: e.cgroups, log: cfg.Logger}
 	}
+	host.Set(cg)
 	if cfg.Pool.Size > 0 {
-		var err error
 		if e.pool, err = newPool(e, cfg.Pool); err != nil {
 			return nil, err
 		}
 	}
 	return e, nil
 }
+
+// Host returns what this Executor can enforce on this host, as policy.Check
+// judges it: the host probe, with the cgroup check saying whether New could
+// set up its cgroup parent. The caller may change its copy.
+func (e *Executor) Host() *policy.Host { return e.host.Clone() }
 
 // filter returns the compiled filter of a policy's seccomp part (nil for
 // profile "none"), compiling each distinct one once: cached in memory and,
@@ -230,26 +255,37 @@ func (e *Executor) isClosed() bool {
 	return e.closed
 }
 
-// execute runs req; ws is a session's workspace, or nil.
+// execute runs req; ws is a session's workspace, or nil. The policy is
+// checked against the host once (check), and that one decision picks the
+// backend, the pool, the workspace and the spec.
 func (e *Executor) execute(ctx context.Context, req Request, ws *workspace) (*Result, error) {
-	process, _, err := e.backend(req.Policy)
+	enf, err := e.check(&req.Policy)
 	if err != nil {
 		return nil, err
 	}
-	if e.pool != nil && ws == nil && !process {
-		if res, ok, err := e.pool.execute(ctx, req); ok {
+	if e.pool != nil && ws == nil && !enf.Process() {
+		if res, ok, err := e.pool.execute(ctx, req, enf); ok {
 			return res, err
 		}
 	}
-	req, lang, skip, ws, temp, err := e.prepare(req, ws, process)
+	req, lang, skip, ws, temp, err := e.prepare(req, ws, enf.Process())
 	if err != nil {
 		return nil, err
 	}
 	if temp {
 		defer ws.remove()
 	}
-	jres, err := e.run(ctx, req)
+	jres, err := e.run(ctx, req, enf)
 	return outcome(jres, err, lang, req, ws, skip)
+}
+
+// check validates p (filling in its defaults) and decides how it runs
+// on this host: policy.Check against the Executor's host.
+func (e *Executor) check(p *policy.Policy) (policy.Enforcement, error) {
+	if err := p.Validate(); err != nil {
+		return policy.Enforcement{}, err
+	}
+	return policy.Check(*p, e.host)
 }
 
 // outcome is an execution's Result: the jail's, the language and, when
@@ -339,22 +375,6 @@ func (e *Executor) prepare(req Request, ws *workspace, process bool) (Request, s
 	return req, lang.Name, skip, ws, temp, nil
 }
 
-// backend says whether a policy runs on the process backend: when it
-// chose it, or, as a best_effort fallback, when the jail cannot run here
-// (then the isolation it lacks is listed as not enforced). Otherwise a
-// host without the jail's requirements refuses.
-func (e *Executor) backend(p policy.Policy) (bool, []string, error) {
-	switch {
-	case p.Backend == "process":
-		return true, nil, nil
-	case e.nsErr == nil:
-		return false, nil, nil
-	case p.BestEffort:
-		return true, []string{"namespaces", "filesystem isolation", "network isolation"}, nil
-	}
-	return false, nil, e.nsErr
-}
-
 // language returns an installed language: ErrUnsupported when the table
 // knows it but this host lacks its interpreter, ErrInvalid when unknown.
 func (e *Executor) language(name string) (Language, error) {
@@ -370,8 +390,8 @@ func (e *Executor) language(name string) (Language, error) {
 }
 
 // run resolves req and runs it in the jail, in its own cgroup.
-func (e *Executor) run(ctx context.Context, req Request) (*nsjail.Result, error) {
-	spec, notEnforced, err := e.Resolve(req)
+func (e *Executor) run(ctx context.Context, req Request, enf policy.Enforcement) (*nsjail.Result, error) {
+	spec, err := e.resolve(req, enf)
 	if err != nil {
 		return nil, err
 	}
@@ -388,73 +408,82 @@ func (e *Executor) run(ctx context.Context, req Request) (*nsjail.Result, error)
 	}
 	res, err := nsjail.Run(ctx, spec)
 	if res != nil {
-		res.Enforced.NotEnforced = notEnforced
+		res.Enforced.NotEnforced = enf.NotEnforced()
 	}
 	return res, err
 }
 
 // Resolve turns a request into the fully resolved jail spec, refusing
 // (ErrUnsupported) what this host cannot enforce unless the policy is
-// best_effort; the second value lists what best_effort let go unenforced.
-// Resolve has no side effects: when spec.CgroupLimits is set, the caller
-// makes the cgroup (Execute does) or runs without one.
+// best_effort; the second value lists what is not enforced (see
+// policy.Check: what best_effort waived, and the defaults the chosen
+// backend cannot apply).
+//
+// Resolve starts nothing and changes nothing on the host: no process,
+// cgroup, mount or workspace is made (when spec.CgroupLimits is set, the
+// caller makes the cgroup, as Execute does, or runs without one). It does
+// two things beyond computing: it reads the files the policy names (an
+// imported seccomp profile, mount sources and the workspace, to check
+// them), and it compiles the policy's seccomp filter once per distinct
+// filter, caching it in this Executor's memory and, with
+// Config.SeccompCacheDir, on disk (that directory is made if missing, mode
+// 0700; one file per filter, written to a temporary name and renamed; a
+// filter found there is read instead of compiled).
 func (e *Executor) Resolve(req Request) (nsjail.Spec, []string, error) {
+	enf, err := e.check(&req.Policy)
+	if err != nil {
+		return nsjail.Spec{}, nil, err
+	}
+	spec, err := e.resolve(req, enf)
+	if err != nil {
+		return nsjail.Spec{}, nil, err
+	}
+	return spec, enf.NotEnforced(), nil
+}
+
+// resolve is Resolve for a policy already validated and checked.
+func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, error) {
 	p := req.Policy
-	if err := p.Validate(); err != nil {
-		return nsjail.Spec{}, nil, err
-	}
 	if len(req.Args) == 0 || req.Args[0] == "" {
-		return nsjail.Spec{}, nil, policy.Invalid("args", "no program given")
+		return nsjail.Spec{}, policy.Invalid("args", "no program given")
 	}
-	process, notEnforced, err := e.backend(p)
-	if err != nil {
-		return nsjail.Spec{}, nil, err
+	limits, rl := e.limits(p, enf)
+	var filter *seccomp.Filter
+	if enf.Seccomp {
+		var err error
+		if filter, err = e.filter(p.Seccomp); err != nil {
+			return nsjail.Spec{}, err
+		}
 	}
-	limits, rl, limitsNote, err := e.limits(p)
-	if err != nil {
-		return nsjail.Spec{}, nil, err
-	}
-	notEnforced = append(notEnforced, limitsNote...)
-	filter, err := e.filter(p.Seccomp)
-	if c := e.host.Get("seccomp"); err == nil && filter != nil && !c.OK {
-		err = &policy.UnsupportedError{Control: "seccomp", Reason: c.Detail, Fix: c.Fix}
-	}
-	if errors.Is(err, policy.ErrUnsupported) && p.BestEffort {
-		filter, err = nil, nil
-		notEnforced = append(notEnforced, "seccomp")
-	}
-	if err != nil {
-		return nsjail.Spec{}, nil, err
-	}
-	if process {
-		return e.processSpec(req, p, rl, limits, filter, notEnforced)
+	if enf.Process() {
+		return e.processSpec(req, p, rl, limits, filter)
 	}
 	extra, err := userMounts(p)
 	if err != nil {
-		return nsjail.Spec{}, nil, err
+		return nsjail.Spec{}, err
 	}
 	if p.Workspace != "" {
 		if err := requireDir("workspace", p.Workspace); err != nil {
-			return nsjail.Spec{}, nil, err
+			return nsjail.Spec{}, err
 		}
 	}
-	plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, TmpfsSize: p.MemoryLimit(), HostNetwork: p.Net == policy.NetHost, Extra: extra})
+	hostNet := p.Network() == policy.NetHost
+	plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, TmpfsSize: p.MemoryLimit(), HostNetwork: hostNet, Extra: extra})
 	if err != nil {
-		return nsjail.Spec{}, nil, policy.Invalid("mounts", "%v", err)
+		return nsjail.Spec{}, policy.Invalid("mounts", "%v", err)
 	}
 	spec := e.baseSpec(req, p, rl, limits, filter)
-	spec.Env, spec.Dir, spec.HostNetwork, spec.Plan = environment(p), p.Chdir, p.Net == policy.NetHost, plan
-	return spec, notEnforced, nil
+	spec.Env, spec.Dir, spec.HostNetwork, spec.Plan = environment(p), p.Chdir, hostNet, plan
+	return spec, nil
 }
 
 // processSpec is the process backend's spec: the program runs in the
 // workspace directory on the host, with the policy's environment only.
-func (e *Executor) processSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, limits *cgroups.Limits, filter *seccomp.Filter, notEnforced []string) (nsjail.Spec, []string, error) {
-	switch {
-	case p.Workspace == "":
-		return nsjail.Spec{}, nil, policy.Invalid("workspace", "the process backend runs in a host workspace directory (Execute makes one)")
-	case len(p.Mounts) > 0:
-		return nsjail.Spec{}, nil, policy.Invalid("mounts", "the process backend cannot mount; use the namespaces backend")
+// What it cannot do (mounts, another working directory, the network) was
+// refused or listed by policy.Check.
+func (e *Executor) processSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, limits *cgroups.Limits, filter *seccomp.Filter) (nsjail.Spec, error) {
+	if p.Workspace == "" {
+		return nsjail.Spec{}, policy.Invalid("workspace", "the process backend runs in a host workspace directory (Execute makes one)")
 	}
 	env := environment(p)
 	for i, kv := range env {
@@ -464,7 +493,7 @@ func (e *Executor) processSpec(req Request, p policy.Policy, rl []nsjail.Rlimit,
 	}
 	spec := e.baseSpec(req, p, rl, limits, filter)
 	spec.Env, spec.Dir, spec.Process = env, p.Workspace, true
-	return spec, notEnforced, nil
+	return spec, nil
 }
 
 // baseSpec holds what both backends' specs share.
@@ -486,45 +515,21 @@ func (e *Executor) baseSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, li
 	}
 }
 
-// limits decides how memory, tasks and CPU are bounded. With a usable
-// cgroup: by the cgroup. Without one, the defaults fall back to rlimits
-// (reported as such), but a limit the policy asked for explicitly is
-// refused, naming the fix, unless the policy is best_effort; then it too
-// falls back to rlimits, and a CPU rate (which no rlimit can express) is
-// listed as not enforced.
-func (e *Executor) limits(p policy.Policy) (*cgroups.Limits, []nsjail.Rlimit, []string, error) {
+// limits are the cgroup limits and the rlimits of a run, as policy.Check
+// decided: with a cgroup, the cgroup bounds memory, tasks and CPU;
+// without one (explicit limits were refused, or waived by best_effort),
+// rlimits bound memory per process (RLIMIT_DATA: RLIMIT_AS would break
+// runtimes that reserve large address ranges, like V8) and tasks
+// (RLIMIT_NPROC, which the kernel counts per uid in the sandbox's own
+// user namespace), and nothing rates the CPU.
+func (e *Executor) limits(p policy.Policy, enf policy.Enforcement) (*cgroups.Limits, []nsjail.Rlimit) {
 	rl := rlimits(p)
-	if e.cgroups != nil {
-		return &cgroups.Limits{Memory: p.MemoryLimit(), Pids: p.PidsLimit(), CPUs: p.CPUs}, rl, nil, nil
+	if enf.Limits != "rlimit" && e.cgroups != nil {
+		return &cgroups.Limits{Memory: p.MemoryLimit(), Pids: p.PidsLimit(), CPUs: p.CPUs}, rl
 	}
-	var asked []string
-	for _, c := range []struct {
-		name string
-		set  bool
-	}{{"memory", p.Memory != 0}, {"pids", p.Pids != 0}, {"cpus", p.CPUs > 0}} {
-		if c.set {
-			asked = append(asked, c.name)
-		}
-	}
-	if len(asked) > 0 && !p.BestEffort {
-		u := &policy.UnsupportedError{Control: strings.Join(asked, ", ") + " limit (needs a cgroup)", Reason: e.cgErr.Error()}
-		var cu *policy.UnsupportedError
-		if errors.As(e.cgErr, &cu) {
-			u.Reason, u.Fix = cu.Reason, cu.Fix+"; or pass --best-effort to accept per-process rlimits"
-		}
-		return nil, nil, nil, u
-	}
-	var notEnforced []string
-	if p.CPUs > 0 {
-		notEnforced = append(notEnforced, "cpus")
-	}
-	// Memory per process by RLIMIT_DATA (RLIMIT_AS would break runtimes
-	// that reserve large address ranges, like V8), tasks by RLIMIT_NPROC,
-	// which the kernel counts per uid in the sandbox's own user namespace.
-	rl = append(rl,
+	return nil, append(rl,
 		nsjail.Rlimit{Resource: unix.RLIMIT_NPROC, Cur: uint64(p.PidsLimit()), Max: uint64(p.PidsLimit())},
 		nsjail.Rlimit{Resource: unix.RLIMIT_DATA, Cur: uint64(p.MemoryLimit()), Max: uint64(p.MemoryLimit())})
-	return nil, rl, notEnforced, nil
 }
 
 // rlimits are the limits every program runs under, cgroup or not.

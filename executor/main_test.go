@@ -9,5 +9,8 @@ import (
 
 func TestMain(m *testing.M) {
 	nsjail.Init()
+	if cfg := os.Getenv(newInCgroupEnv); cfg != "" {
+		os.Exit(newInCgroup(cfg)) // TestCgroupMoveSelf's process
+	}
 	os.Exit(m.Run())
 }

@@ -76,9 +76,9 @@ func newPool(e *Executor, cfg PoolConfig) (*pool, error) {
 		cfg.Refill = 1
 	}
 	cfg.Policy.Workspace = ""
-	if process, _, err := e.backend(cfg.Policy); err != nil {
+	if enf, err := e.check(&cfg.Policy); err != nil {
 		return nil, err
-	} else if process {
+	} else if enf.Process() {
 		return nil, policy.Invalid("pool", "the process backend has no jail to prepare")
 	}
 	keyDir, err := os.MkdirTemp(e.cfg.WorkDir, "airlock-poolkey-")
@@ -231,10 +231,10 @@ func (p *pool) cleanup(w *warm) {
 	w.ws.remove()
 }
 
-// execute runs req in a prepared sandbox; ok is false when it cannot
-// (the request builds another jail, or none is ready): then nothing
-// happened and the caller runs it cold.
-func (p *pool) execute(ctx context.Context, req Request) (res *Result, ok bool, err error) {
+// execute runs req, whose policy enf is, in a prepared sandbox; ok is
+// false when it cannot (the request builds another jail, or none is
+// ready): then nothing happened and the caller runs it cold.
+func (p *pool) execute(ctx context.Context, req Request, enf policy.Enforcement) (res *Result, ok bool, err error) {
 	if !p.fits(req.Policy) {
 		return nil, false, nil
 	}
@@ -262,14 +262,14 @@ func (p *pool) execute(ctx context.Context, req Request) (res *Result, ok bool, 
 	if err != nil {
 		return nil, true, err
 	}
-	spec, notEnforced, err := p.e.Resolve(req)
+	spec, err := p.e.resolve(req, enf)
 	if err != nil {
 		return nil, true, err
 	}
 	spec.Cgroup = w.cg
 	jres, err := w.prep.Run(ctx, spec)
 	if jres != nil {
-		jres.Enforced.NotEnforced = notEnforced
+		jres.Enforced.NotEnforced = enf.NotEnforced()
 	}
 	res, err = outcome(jres, err, lang, req, w.ws, skip)
 	return res, true, err

@@ -50,7 +50,7 @@ print(os.getuid() != 0, st["NoNewPrivs"], st["Seccomp"], st["CapEff"], os.getsid
 
 // The process backend runs only when chosen, or as the fallback of a
 // best_effort policy where the jail cannot run; otherwise that host
-// refuses, naming user namespaces.
+// refuses the namespaces, naming the missing check (user namespaces).
 func TestProcessBackendOnlyByChoice(t *testing.T) {
 	testutil.RequireUserNS(t)
 	ex, _ := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t)})
@@ -62,7 +62,7 @@ func TestProcessBackendOnlyByChoice(t *testing.T) {
 	executor.SimulateNoNamespaces(ex, &policy.UnsupportedError{Control: "user namespaces", Reason: "simulated", Fix: "enable them"})
 	_, err = ex.Execute(t.Context(), executor.Request{Args: []string{"true"}})
 	var u *policy.UnsupportedError
-	if !errors.As(err, &u) || u.Control != "user namespaces" {
+	if !errors.As(err, &u) || u.Control != "namespaces" || u.Check != policy.CheckUserNS || !strings.Contains(u.Error(), "enable them") {
 		t.Fatalf("no namespaces, no best effort: %v", err)
 	}
 	res, err = ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: policy.Policy{BestEffort: true}})
@@ -73,7 +73,7 @@ func TestProcessBackendOnlyByChoice(t *testing.T) {
 		t.Errorf("capabilities without namespaces: %+v", c)
 	}
 	if _, err := ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: policy.Policy{Backend: "process",
-		Mounts: []policy.Mount{{Type: policy.MountTmpfs, Target: "/x"}}}}); !errors.Is(err, executor.ErrInvalid) {
-		t.Errorf("mounts on the process backend: %v", err)
+		Mounts: []policy.Mount{{Type: policy.MountTmpfs, Target: "/x"}}, BestEffort: true}}); !errors.Is(err, executor.ErrUnsupported) {
+		t.Errorf("mounts on the process backend, even best_effort: %v", err)
 	}
 }

@@ -2,10 +2,7 @@ package executor_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -112,7 +109,7 @@ func TestRefusalNamesControl(t *testing.T) {
 		return
 	}
 	var u *policy.UnsupportedError
-	if !errors.As(err, &u) || !errors.Is(err, executor.ErrUnsupported) || !slices.Contains([]string{"memory limit (needs a cgroup)"}, u.Control) {
+	if !errors.As(err, &u) || !errors.Is(err, executor.ErrUnsupported) || u.Control != "memory" || u.Check != policy.CheckCgroup {
 		t.Fatalf("rootless without cgroups, --memory: %v", err)
 	}
 	req.Policy.BestEffort = true
@@ -158,31 +155,15 @@ func TestConcurrentExecutions(t *testing.T) {
 	checkNothingLeft(t, ex, work, fdsBefore)
 }
 
-// checkNothingLeft checks, after ex was closed, that no workspace under
-// work, no cgroup of this process and no fd beyond fdsBefore is left.
+// checkNothingLeft checks, after ex was closed, that nothing of its runs
+// is left: no process, nothing in work, no cgroup, no fd beyond
+// fdsBefore (testutil.CheckNothingLeft).
 func checkNothingLeft(t testing.TB, ex *executor.Executor, work string, fdsBefore int) {
 	t.Helper()
-	if left, _ := os.ReadDir(work); len(left) != 0 {
-		t.Errorf("workspaces left: %d", len(left))
-	}
-	if d := ex.CgroupDir(); d != "" {
-		if left, _ := filepath.Glob(filepath.Join(d, fmt.Sprintf("airlock-%d-*", os.Getpid()))); len(left) != 0 {
-			t.Errorf("cgroups left: %v", left)
-		}
-	}
-	// fds settle once the last goroutines have closed their pipes.
-	if !testutil.WaitFor(2*time.Second, func() bool { return countFDs(t) <= fdsBefore }) {
-		t.Errorf("fds: %d before, %d after", fdsBefore, countFDs(t))
-	}
+	testutil.CheckNothingLeft(t, testutil.Left{Work: work, FDs: fdsBefore, CgroupDirs: []string{ex.CgroupDir()}})
 }
 
-func countFDs(t testing.TB) int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
+func countFDs(t testing.TB) int { return testutil.CountFDs(t) }
 
 func itoa(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10)) }
 

@@ -528,7 +528,10 @@ func closeAll(files []*os.File) {
 	}
 }
 
-// startError classifies a failed clone/exec of the init.
+// startError classifies a failed clone/exec of the init, here where the
+// errno's meaning is known: the kernel refusing the sandbox's namespaces
+// (disabled, limited to zero, restricted by an LSM) is the host's policy,
+// an *UnsupportedError for CheckUserNS; anything else is a SetupError.
 func startError(err error) error {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
@@ -536,6 +539,7 @@ func startError(err error) error {
 		case syscall.EPERM, syscall.EACCES, syscall.ENOSPC, syscall.EINVAL, syscall.ENOSYS:
 			return &policy.UnsupportedError{
 				Control: "user namespaces",
+				Check:   policy.CheckUserNS,
 				Reason:  fmt.Sprintf("the kernel refused to start the sandbox's init in new namespaces (%v)", err),
 				Fix:     "enable unprivileged user namespaces (sysctl user.max_user_namespaces>0; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile allowing userns); if they are enabled (airlock doctor), check that the airlock binary itself can be executed (the init re-executes it)",
 			}

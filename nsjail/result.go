@@ -72,7 +72,10 @@ type Enforced struct {
 	NoNewPrivs bool `json:"no_new_privs"`
 	// Timeout is the wall-clock limit, "" when none.
 	Timeout string `json:"timeout,omitempty"`
-	// NotEnforced lists controls the policy asked for that this host could
-	// not apply, accepted only because the policy is best_effort.
+	// NotEnforced lists the controls that were not applied (policy.Check
+	// decides): what the policy asked for and this host could not apply,
+	// accepted only because the policy is best_effort, and the defaults
+	// the chosen backend cannot apply (the process backend's network and
+	// filesystem isolation).
 	NotEnforced []string `json:"not_enforced,omitempty"`
 }

@@ -45,8 +45,11 @@ func Invalid(field, format string, args ...any) error {
 // UnsupportedError names a control the host cannot enforce and how to fix
 // that. It matches ErrUnsupported and errors.ErrUnsupported.
 type UnsupportedError struct {
-	// Control is what the policy asked for, e.g. "cpus" or "user namespaces".
+	// Control is what the policy asked for, e.g. "cpus" or "namespaces".
 	Control string
+	// Check is the host check that is missing ("" when none is: the
+	// chosen backend cannot enforce the control anywhere).
+	Check CheckID
 	// Reason says why the host cannot provide it.
 	Reason string
 	// Fix says what would make it work.
@@ -67,10 +70,15 @@ func (e *UnsupportedError) Is(target error) bool {
 }
 
 // SetupError is a failure while building the sandbox, before the program
-// ran. Stage names the step ("clone", "pivot_root", "exec", ...). Its class
-// follows the errno: resource shortages are ErrUnavailable, a missing
-// kernel feature or a refused namespace is ErrUnsupported; anything else is
-// an internal fault with no class.
+// ran. Stage names the step ("clone", "pivot_root", "exec", ...), for
+// people: no class depends on it. Its class follows the errno alone:
+// resource shortages are ErrUnavailable, a syscall the kernel lacks
+// (ENOSYS, EOPNOTSUPP) is ErrUnsupported; anything else is an internal
+// fault with no class. A refusal that means "this host cannot" (the kernel
+// refusing the sandbox's namespaces) is classified where it happens, as an
+// *UnsupportedError, never as a SetupError: EPERM from a mount inside the
+// sandbox is a fault, EPERM from creating its namespaces is the host's
+// policy, and only the code making the call knows which it got.
 type SetupError struct {
 	Stage string
 	Err   error
@@ -97,10 +105,6 @@ func (e *SetupError) Is(target error) bool {
 		switch errno {
 		case syscall.ENOSYS, syscall.EOPNOTSUPP:
 			return true
-		case syscall.EPERM, syscall.EACCES, syscall.ENOSPC, syscall.EINVAL:
-			// The kernel refused to create a namespace: disabled, limited
-			// to zero, or restricted by an LSM.
-			return e.Stage == "clone"
 		}
 	}
 	return false

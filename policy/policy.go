@@ -69,7 +69,14 @@ type Policy struct {
 	FileSize Size `json:"file_size,omitempty"`
 	// OpenFiles caps open file descriptors per process. 0 = 1024.
 	OpenFiles int `json:"open_files,omitempty"`
-	// Net is the network mode. "" = none.
+	// Net is the network mode. "" = the default: none (a network
+	// namespace of its own) where the backend can give one. Unset and
+	// "none" differ only on the process backend, which cannot isolate
+	// the network: there "" runs on the host's network, reported in the
+	// result's not_enforced, while an explicit "none" or "loopback" is a
+	// demand, refused unless BestEffort (then reported). A caller that
+	// must not run on the host's network says so: net none. Validate
+	// keeps "" as it is; Network returns the mode in force.
 	Net Net `json:"net,omitempty"`
 	// Mounts are added, in order, after the default filesystem.
 	Mounts []Mount `json:"mounts,omitempty"`
@@ -124,6 +131,14 @@ func (p *Policy) PidsLimit() int64 {
 	return DefaultPids
 }
 
+// Network is the network mode in force for the jail: Net, or NetNone.
+func (p *Policy) Network() Net {
+	if p.Net == "" {
+		return NetNone
+	}
+	return p.Net
+}
+
 // Default returns the default policy with every default filled in.
 func Default() Policy {
 	p := Policy{}
@@ -153,9 +168,6 @@ func (p *Policy) fill() {
 	}
 	if p.MaxOutput == 0 {
 		p.MaxOutput = DefaultMaxOutput
-	}
-	if p.Net == "" {
-		p.Net = NetNone
 	}
 	if p.Chdir == "" {
 		p.Chdir = "/workspace"
@@ -307,7 +319,7 @@ func (p *Policy) Validate() error {
 		return Invalid("backend", "%q is not one of namespaces, process", p.Backend)
 	}
 	switch p.Net {
-	case NetNone, NetLoopback, NetHost:
+	case "", NetNone, NetLoopback, NetHost:
 	default:
 		return Invalid("net", "%q is not one of none, loopback, host", p.Net)
 	}

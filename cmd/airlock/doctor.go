@@ -12,8 +12,7 @@ import (
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
-
-	"github.com/airlock-sandbox/airlock/internal/probe"
+	"github.com/airlock-sandbox/airlock/policy/hostprobe"
 )
 
 const doctorUsage = "usage: airlock doctor [--json]\n\nWhat this host can enforce, and how to fix what it cannot; exit 0 when\neverything the default policy needs is there, 1 otherwise.\n"
@@ -27,15 +26,17 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, doctorUsage)
 		return 2
 	}
-	r := *probe.Run()
+	// As the CLI's executor sees the host: it may move itself into a
+	// cgroup leaf (cliConfig).
+	r := hostprobe.Probe(hostprobe.Options{CgroupMoveSelf: true})
 	r.Checks = append(r.Checks, dryRun())
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(struct {
-			*probe.Report
+			*policy.Host
 			OK bool `json:"ok"`
-		}{&r, r.OK()})
+		}{r, r.OK()})
 	} else {
 		fmt.Fprintf(stdout, "airlock doctor: kernel %s, uid %d, cgroup mode %s\n", r.Kernel, r.UID, r.CgroupMode)
 		for _, c := range r.Checks {
@@ -63,17 +64,23 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// checkDryRun is the ID of doctor's own check, the dry run.
+const checkDryRun policy.CheckID = "dry_run"
+
 // dryRun starts a real sandbox with the default policy: the authoritative
 // test (an LSM may let namespaces be created and then deny everything in
 // them).
-func dryRun() probe.Check {
-	c := probe.Check{Name: "sandbox dry run", Needed: true}
-	initPath, spawnPath := helpers()
-	ex, err := executor.New(executor.Config{InitPath: initPath, SpawnPath: spawnPath})
+func dryRun() policy.Capability {
+	c := policy.Capability{ID: checkDryRun, Name: "sandbox dry run", Needed: true}
+	ex, err := executor.New(cliConfig(""))
 	if err != nil {
 		c.Detail = err.Error()
 		return c
 	}
+	// Close removes the run's cgroup and waits for it: without it this
+	// process exits while the removal runs in the background, and every
+	// doctor run left its cgroup behind.
+	defer ex.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p := policy.Default()
@@ -91,7 +98,7 @@ func dryRun() probe.Check {
 	default:
 		c.OK = true
 		init := "this binary"
-		if initPath != "" {
+		if initPath, _ := helpers(); initPath != "" {
 			init = initPath
 		}
 		c.Detail = fmt.Sprintf("namespaces %s, rootfs %s, seccomp %s (%d rules), limits %s, init %s, %d ms",

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
-	"github.com/airlock-sandbox/airlock/internal/probe"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 // On this host (root or rootless) the default policy can be enforced;
@@ -22,7 +23,7 @@ func TestDoctor(t *testing.T) {
 		t.Fatalf("doctor --json: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 	var r struct {
-		probe.Report
+		policy.Host
 		OK bool `json:"ok"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
@@ -31,19 +32,23 @@ func TestDoctor(t *testing.T) {
 	if !r.OK || r.UID != os.Getuid() || r.CgroupMode != string(cgroups.HostMode()) {
 		t.Fatalf("report %+v", r)
 	}
-	names := map[string]probe.Check{}
+	ids := map[policy.CheckID]policy.Capability{}
 	for _, c := range r.Checks {
-		names[c.Name] = c
+		ids[c.ID] = c
 	}
-	for _, n := range []string{"kernel", "user namespaces", "cgroup limits", "seccomp", "pidfd", "landlock", "sandbox dry run"} {
-		if _, ok := names[n]; !ok {
-			t.Errorf("no %q check", n)
+	for _, id := range []policy.CheckID{policy.CheckKernel, policy.CheckUserNS, policy.CheckCgroup, policy.CheckSeccomp,
+		policy.CheckSeccompNotify, policy.CheckPidfd, policy.CheckLandlock, checkDryRun} {
+		if c, ok := ids[id]; !ok || c.Name == "" {
+			t.Errorf("no %q check", id)
 		}
 	}
-	if c := names["sandbox dry run"]; !c.OK || !strings.Contains(c.Detail, "seccomp default") {
+	if c := ids[checkDryRun]; !c.OK || !strings.Contains(c.Detail, "seccomp default") {
 		t.Errorf("dry run: %+v", c)
 	}
-	cg := names["cgroup limits"]
+	cg := ids[policy.CheckCgroup]
+	if cg.OK != (r.Limits != "") {
+		t.Errorf("cgroup check %+v with limits %q", cg, r.Limits)
+	}
 	switch {
 	case os.Getuid() == 0 && !cg.OK:
 		t.Errorf("root: cgroup limits missing: %+v", cg)
@@ -58,4 +63,41 @@ func TestDoctor(t *testing.T) {
 	if !cg.OK && !strings.Contains(out.String(), "fix: ") {
 		t.Errorf("text output lacks the fix:\n%s", out.String())
 	}
+}
+
+// doctor's dry run is a real sandbox: ten doctor runs as CLI processes
+// leave no process, file in their TMPDIR or cgroup behind, and three in
+// this process no fd either. Each used to leave its run's cgroup (five
+// directories on a cgroup v1 host): its executor was never closed, so the
+// CLI exited before the group's removal in the background.
+func TestDoctorLeavesNothing(t *testing.T) {
+	testutil.RequireUserNS(t)
+	tmp := testutil.WorldReadableDir(t)
+	t.Setenv("TMPDIR", tmp)
+	var out, errb bytes.Buffer
+	doctorCmd(nil, &out, &errb) // warm up (the runtime's poller, the probe)
+	fds := testutil.CountFDs(t)
+	for i := range 3 {
+		out.Reset()
+		if code := doctorCmd([]string{"--json"}, &out, &errb); code != 0 {
+			t.Fatalf("run %d: doctor exit %d\n%s%s", i, code, out.String(), errb.String())
+		}
+	}
+	testutil.CheckNothingLeft(t, testutil.Left{Work: tmp, FDs: fds})
+
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for i := range 10 {
+		cmd := exec.Command(bin, "doctor")
+		cmd.Env = append(os.Environ(), "AIRLOCK_TEST_AS_CLI=1", "TMPDIR="+tmp)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("run %d: %v\n%s", i, err, b)
+		}
+		pids = append(pids, cmd.Process.Pid)
+	}
+	testutil.CheckNothingLeft(t, testutil.Left{Work: tmp, Supervisors: pids, Binary: bin})
 }

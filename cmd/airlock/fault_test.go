@@ -505,7 +505,7 @@ func (r faultRun) errText() string {
 func TestFaultInjection(t *testing.T) {
 	h := newFaultHarness(t)
 	backend := ""
-	if p, err := cgroups.Find(""); err == nil {
+	if p, err := cgroups.Find("", false); err == nil {
 		backend = p.Backend()
 	}
 	names := []string{"execve", "close_range"}
@@ -781,7 +781,7 @@ func TestFaultSupervisorKilledDuringSetup(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "report")); err == nil {
 		t.Errorf("the program ran")
 	}
-	parent, err := cgroups.Find("")
+	parent, err := cgroups.Find("", false)
 	if err != nil {
 		return // no cgroups here (rootless on v1)
 	}

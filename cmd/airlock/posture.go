@@ -104,8 +104,7 @@ func collectPosture(ctx context.Context, p policy.Policy) (*postureReport, error
 	if len(kills) > 0 {
 		args = append(args, "--skip-kill", strings.Join(kills, ","))
 	}
-	initPath, spawnPath := helpers()
-	ex, err := executor.New(executor.Config{SeccompCacheDir: cacheDir(), InitPath: initPath, SpawnPath: spawnPath})
+	ex, err := executor.New(cliConfig(cacheDir()))
 	if err != nil {
 		return nil, err
 	}

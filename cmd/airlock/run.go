@@ -203,8 +203,7 @@ func runRequest(req executor.Request, asJSON bool, stdout, stderr io.Writer) int
 	if !asJSON {
 		req.Stdout, req.Stderr = stdout, stderr
 	}
-	initPath, spawnPath := helpers()
-	ex, err := executor.New(executor.Config{SeccompCacheDir: cacheDir(), InitPath: initPath, SpawnPath: spawnPath})
+	ex, err := executor.New(cliConfig(cacheDir()))
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return exitSetup
@@ -224,6 +223,18 @@ func runRequest(req executor.Request, asJSON bool, stdout, stderr io.Writer) int
 		return setupExitCode(err)
 	}
 	return exitCode(&res.Result)
+}
+
+// cliConfig is the executor configuration of every CLI command: the
+// helpers beside this binary, the seccomp cache (cache; "" = none), and
+// CgroupMoveSelf: on cgroup v2 the CLI moves itself into a leaf of its
+// own cgroup, if that is what makes the cgroup usable. A library must not
+// move its host process unasked; the CLI is a one-shot process acting
+// for its caller, whose cgroup it was started in to use, and moving
+// itself is what its caller would otherwise have to do by hand.
+func cliConfig(cache string) executor.Config {
+	initPath, spawnPath := helpers()
+	return executor.Config{SeccompCacheDir: cache, InitPath: initPath, SpawnPath: spawnPath, CgroupMoveSelf: true}
 }
 
 // helpers are the sandbox init and spawn helper airlock starts, beside

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,7 +46,7 @@ func BinDir(t testing.TB) string {
 // on cgroup v1, no.
 func Cgroups(t testing.TB) (*cgroups.Parent, bool) {
 	t.Helper()
-	p, err := cgroups.Find("")
+	p, err := cgroups.Find("", false)
 	if ExpectCgroups() {
 		RequireFeature(t, "a usable cgroup (root, or a delegated one)", err == nil)
 	}
@@ -218,4 +219,137 @@ func WorldReadableDir(t testing.TB) string {
 		os.Chmod(d, 0o755)
 	}
 	return dir
+}
+
+// CountFDs is the number of fds this process has open.
+func CountFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// Left says what CheckNothingLeft looks for.
+type Left struct {
+	// Work is a directory private to the runs (their Config.WorkDir or
+	// TMPDIR): it must be left empty. "" = not checked.
+	Work string
+	// FDs is CountFDs before the runs: this process must not hold more
+	// once its goroutines have closed their pipes. 0 = not checked.
+	FDs int
+	// Supervisors are the pids whose cgroups (airlock-PID-*) must be gone,
+	// looked for in every hierarchy of this process's own cgroup (beside
+	// a v2 supervisor leaf too) and in CgroupDirs. nil = this process.
+	Supervisors []int
+	CgroupDirs  []string
+	// Binary, if set, is an executable no process but this one may run
+	// (a CLI, or an init re-executing it, that outlived its run).
+	Binary string
+}
+
+// CheckNothingLeft checks that the sandboxes run so far left nothing on
+// the host once whatever ran them was closed: no child process of this
+// one, nor any process of l.Binary, no workspace, no cgroup, no fd (see
+// Left).
+func CheckNothingLeft(t testing.TB, l Left) {
+	t.Helper()
+	procs := func() []int {
+		pids := Children()
+		if l.Binary != "" {
+			pids = append(pids, ProcsOf(l.Binary)...)
+		}
+		return pids
+	}
+	if !WaitFor(5*time.Second, func() bool { return len(procs()) == 0 }) {
+		t.Errorf("processes left: %v", procs())
+	}
+	if l.Work != "" {
+		if left, _ := os.ReadDir(l.Work); len(left) != 0 {
+			t.Errorf("left in %s: %v", l.Work, left)
+		}
+	}
+	if left := CgroupsOf(l.Supervisors, l.CgroupDirs...); len(left) > 0 {
+		t.Errorf("cgroups left: %v", left)
+	}
+	if l.FDs > 0 && !WaitFor(2*time.Second, func() bool { return CountFDs(t) <= l.FDs }) {
+		t.Errorf("fds: %d before, %d after", l.FDs, CountFDs(t))
+	}
+}
+
+// CgroupsOf returns the run cgroups of supervisors (nil = this process)
+// that exist: airlock-PID-* in every hierarchy of this process's own
+// cgroup, beside a v2 supervisor leaf, and in dirs.
+func CgroupsOf(supervisors []int, dirs ...string) []string {
+	if supervisors == nil {
+		supervisors = []int{os.Getpid()}
+	}
+	dirs = slices.Clone(dirs)
+	own, _ := os.ReadFile("/proc/self/cgroup")
+	for _, line := range strings.Split(strings.TrimSpace(string(own)), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		for _, rel := range []string{f[2], filepath.Dir(f[2])} {
+			m, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", rel))
+			dirs = append(append(dirs, filepath.Join("/sys/fs/cgroup", rel)), m...)
+		}
+	}
+	var left []string
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		for _, pid := range supervisors {
+			m, _ := filepath.Glob(filepath.Join(d, "airlock-"+strconv.Itoa(pid)+"-*"))
+			for _, p := range m {
+				if !slices.Contains(left, p) {
+					left = append(left, p)
+				}
+			}
+		}
+	}
+	return left
+}
+
+// ProcsOf returns the pids of processes, other than this one, running
+// the executable bin.
+func ProcsOf(bin string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if exe, err := os.Readlink("/proc/" + e.Name() + "/exe"); err == nil && strings.TrimSuffix(exe, " (deleted)") == bin {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Children returns the pids of this process's child processes.
+func Children() []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The comm field may hold spaces and parens: the ppid is the
+		// second field after its closing paren.
+		i := strings.LastIndexByte(string(b), ')')
+		if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

@@ -1,81 +1,56 @@
 //go:build linux
 
-// Package probe tells what this host can enforce: the kernel (the new
-// mount API), user namespaces (and whether a sysctl or AppArmor restricts
-// them), the cgroup mode and a usable cgroup, seccomp and its actions,
-// pidfd and Landlock. Run caches its report for the process; the executor
-// refuses what it says is missing, and `airlock doctor` prints it with a
-// dry run of a real sandbox, the authoritative answer.
-package probe
+package hostprobe
 
 import (
 	"errors"
 	"fmt"
-	"github.com/opencontainers/runc/libcontainer/system/kernelversion"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unsafe"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/seccomp"
+	"github.com/opencontainers/runc/libcontainer/system/kernelversion"
 	"golang.org/x/sys/unix"
 )
 
-// Check is one capability: whether it is there, what was seen, and what
-// would fix it when it is not.
-type Check struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail"`
-	Fix    string `json:"fix,omitempty"`
-	// Needed says airlock's default policy depends on it; a missing
-	// optional capability only narrows what a policy may ask for.
-	Needed bool `json:"needed"`
+// Options are what the probe cannot know about its caller.
+type Options struct {
+	// CgroupParent is the cgroup the caller would make per-run cgroups
+	// under (executor.Config.CgroupParent); "" = its own, discovered.
+	CgroupParent string
+	// CgroupMoveSelf says the caller would move itself into a leaf of its
+	// own cgroup to use it (executor.Config.CgroupMoveSelf). The probe
+	// only judges whether that would work; it moves nothing.
+	CgroupMoveSelf bool
+	// NoCgroup leaves the cgroup check out of the Host (Get reports it
+	// missing): for a caller that sets its cgroup up itself and records
+	// the outcome with Host.Set, as executor.New does, so that the
+	// cgroup filesystem is not read twice.
+	NoCgroup bool
 }
 
-// Report is what the host can enforce, for this user.
-type Report struct {
-	Kernel     string  `json:"kernel"`
-	UID        int     `json:"uid"`
-	CgroupMode string  `json:"cgroup_mode"`
-	Checks     []Check `json:"checks"`
-}
-
-// OK reports whether every needed capability is there.
-func (r *Report) OK() bool {
-	for _, c := range r.Checks {
-		if c.Needed && !c.OK {
-			return false
-		}
-	}
-	return true
-}
-
-var once = sync.OnceValue(run)
-
-// Run probes the host once per process and returns the report.
-func Run() *Report { return once() }
-
-func run() *Report {
+// Probe returns what this host can enforce for this user. It has no side
+// effects and caches nothing (see the package doc).
+func Probe(opts Options) *policy.Host {
 	var uts unix.Utsname
 	unix.Uname(&uts)
-	r := &Report{Kernel: unix.ByteSliceToString(uts.Release[:]), UID: os.Getuid(), CgroupMode: string(cgroups.HostMode())}
-	r.Checks = []Check{
-		kernel(r.Kernel),
-		userNS(),
-		cgroupCheck(),
-		seccompCheck(),
-		pidfd(),
-		landlock(),
+	h := &policy.Host{Kernel: unix.ByteSliceToString(uts.Release[:]), UID: os.Getuid(), CgroupMode: string(cgroups.HostMode())}
+	h.Checks = []policy.Capability{kernel(h.Kernel), userNS()}
+	if !opts.NoCgroup {
+		cg, limits := cgroupCheck(opts)
+		h.Checks, h.Limits = append(h.Checks, cg), limits
 	}
-	return r
+	h.Checks = append(h.Checks, seccompCheck(), notifyCheck(), pidfd(), landlock())
+	return h
 }
 
-func kernel(release string) Check {
-	c := Check{Name: "kernel", Needed: true, Detail: release}
+func kernel(release string) policy.Capability {
+	c := policy.Capability{ID: policy.CheckKernel, Name: "kernel", Needed: true, Detail: release}
 	// mount_setattr (recursive read-only binds) and the new mount API. An
 	// unparsable release fails closed.
 	ok, err := kernelversion.GreaterEqualThan(kernelversion.KernelVersion{Kernel: 5, Major: 12})
@@ -97,8 +72,8 @@ func readSysctl(path string) (int, bool) {
 	return n, err == nil
 }
 
-func userNS() Check {
-	c := Check{Name: "user namespaces", Needed: true, OK: true}
+func userNS() policy.Capability {
+	c := policy.Capability{ID: policy.CheckUserNS, Name: "user namespaces", Needed: true, OK: true}
 	var notes []string
 	if n, ok := readSysctl("/proc/sys/user/max_user_namespaces"); ok {
 		notes = append(notes, fmt.Sprintf("user.max_user_namespaces=%d", n))
@@ -124,9 +99,12 @@ func userNS() Check {
 	return c
 }
 
-func cgroupCheck() Check {
-	c := Check{Name: "cgroup limits", Detail: "mode " + string(cgroups.HostMode())}
-	p, err := cgroups.Find("")
+// cgroupCheck says whether per-run cgroups can be made, and where
+// ("cgroup2" or "cgroup1"), as cgroups.Find would for opts, writing
+// nothing.
+func cgroupCheck(opts Options) (policy.Capability, string) {
+	c := policy.Capability{ID: policy.CheckCgroup, Name: "cgroup limits", Detail: "mode " + string(cgroups.HostMode())}
+	p, err := cgroups.Inspect(opts.CgroupParent, opts.CgroupMoveSelf)
 	if err != nil {
 		var u *policy.UnsupportedError
 		if errors.As(err, &u) {
@@ -135,11 +113,11 @@ func cgroupCheck() Check {
 		} else {
 			c.Detail += ": " + err.Error()
 		}
-		return c
+		return c, ""
 	}
 	c.OK = true
 	c.Detail += fmt.Sprintf(": %s under %s", p.Backend(), p.Dir())
-	return c
+	return c, p.Backend()
 }
 
 // Seccomp return actions, for SECCOMP_GET_ACTION_AVAIL.
@@ -148,8 +126,8 @@ var actions = []struct {
 	ret  uint32
 }{{"kill_process", 0x80000000}, {"errno", 0x00050000}, {"user_notif", seccomp.RetUserNotif}, {"log", 0x7ffc0000}}
 
-func seccompCheck() Check {
-	c := Check{Name: "seccomp", Needed: true}
+func seccompCheck() policy.Capability {
+	c := policy.Capability{ID: policy.CheckSeccomp, Name: "seccomp", Needed: true}
 	mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
 	if err != nil {
 		c.Detail, c.Fix = "the kernel has no seccomp: "+err.Error(), "a kernel built with CONFIG_SECCOMP_FILTER"
@@ -171,19 +149,29 @@ func seccompCheck() Check {
 	switch {
 	case lib == "":
 		c.Fix = "build airlock with CGO_ENABLED=1 and libseccomp-dev"
-	case slicesContains(missing, "kill_process") || slicesContains(missing, "errno"):
+	case slices.Contains(missing, "kill_process") || slices.Contains(missing, "errno"):
 		c.Fix = "Linux 4.14 or newer (SECCOMP_RET_KILL_PROCESS)"
 	default:
 		c.OK = true
-		if !seccomp.NotifySupported() || slicesContains(missing, "user_notif") {
-			c.Detail += "; kill rules cannot name their syscall (needs Linux 5.7 and libseccomp 2.5)"
-		}
 	}
 	return c
 }
 
-func pidfd() Check {
-	c := Check{Name: "pidfd", Detail: "race-free kill and wait"}
+// notifyCheck: seccomp user notification, through which a kill rule's
+// result names its syscall (SECCOMP_RET_USER_NOTIF in the kernel and
+// libseccomp API 6).
+func notifyCheck() policy.Capability {
+	c := policy.Capability{ID: policy.CheckSeccompNotify, Name: "seccomp notify", Detail: "kill rules name their syscall"}
+	if !seccomp.NotifySupported() || !seccomp.ActionAvailable(seccomp.RetUserNotif) {
+		c.Detail, c.Fix = "kill rules cannot name their syscall", "Linux 5.7 and libseccomp 2.5 (API 6)"
+		return c
+	}
+	c.OK = true
+	return c
+}
+
+func pidfd() policy.Capability {
+	c := policy.Capability{ID: policy.CheckPidfd, Name: "pidfd", Detail: "race-free kill and wait"}
 	fd, err := unix.PidfdOpen(os.Getpid(), 0)
 	if err != nil {
 		c.Detail, c.Fix = "pidfd_open: "+err.Error(), "Linux 5.3 or newer"
@@ -194,8 +182,8 @@ func pidfd() Check {
 	return c
 }
 
-func landlock() Check {
-	c := Check{Name: "landlock", Detail: "optional layer (not used yet)"}
+func landlock() policy.Capability {
+	c := policy.Capability{ID: policy.CheckLandlock, Name: "landlock", Detail: "optional layer (not used yet)"}
 	const createRulesetVersion = 1
 	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(nil)), 0, createRulesetVersion)
 	if errno != 0 {
@@ -212,23 +200,4 @@ func or(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func slicesContains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-// Get returns the named check.
-func (r *Report) Get(name string) Check {
-	for _, c := range r.Checks {
-		if c.Name == name {
-			return c
-		}
-	}
-	return Check{Name: name}
 }

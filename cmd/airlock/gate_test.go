@@ -1,0 +1,27 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Issue 24: `--backend process --net none` ran on the host's network.
+// Now it exits 125 before anything runs, naming the control and the fix;
+// --best-effort runs it and lists the network as not enforced; without
+// --net the process backend runs and says the network is not isolated.
+func TestProcessBackendNetNoneCLI(t *testing.T) {
+	code, out, errOut := airlock(t, "", "--backend", "process", "--net", "none", "--", "sh", "-c", "echo RAN")
+	if code != exitSetup || strings.Contains(out, "RAN") || !strings.Contains(errOut, "network isolation") ||
+		!strings.Contains(errOut, "fix:") || !strings.Contains(errOut, "best_effort") {
+		t.Errorf("--backend process --net none: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, res, _ := result(t, "--backend", "process", "--net", "none", "--best-effort", "--", "sh", "-c", "echo RAN")
+	if code != 0 || res.Stdout != "RAN\n" || !slices.Contains(res.Enforced.NotEnforced, "network isolation") {
+		t.Errorf("--backend process --net none --best-effort: exit %d, %+v", code, res)
+	}
+	code, res, _ = result(t, "--backend", "process", "--", "true")
+	if code != 0 || !slices.Contains(res.Enforced.NotEnforced, "network isolation") || res.Enforced.Network != "host" {
+		t.Errorf("--backend process: exit %d, %+v", code, res.Enforced)
+	}
+}

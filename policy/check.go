@@ -1,0 +1,222 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Unmet is one control a host or a backend cannot enforce for a policy.
+type Unmet struct {
+	// Control is what is not enforced, as a result's not_enforced names
+	// it: "namespaces", "filesystem isolation", "network isolation",
+	// "memory", "pids", "cpus", "seccomp", "mounts", "chdir".
+	Control string `json:"control"`
+	// Field is the policy field that asks for it ("backend", "net",
+	// "memory", ...).
+	Field string `json:"field"`
+	// Check is the host check that is missing; "" when the chosen backend
+	// cannot enforce the control on any host.
+	Check  CheckID `json:"check,omitempty"`
+	Reason string  `json:"reason"`
+	Fix    string  `json:"fix,omitempty"`
+	// Default says the policy left the field at its default, which the
+	// backend it chose cannot apply (the process backend's network): not
+	// refused, only reported.
+	Default bool `json:"default,omitempty"`
+	// Required says best_effort cannot waive it: without it the program
+	// would run somewhere else than asked (a mount, a working directory),
+	// not merely less confined.
+	Required bool `json:"required,omitempty"`
+}
+
+// Err is the refusal of u.
+func (u Unmet) Err() *UnsupportedError {
+	return &UnsupportedError{Control: u.Control, Check: u.Check, Reason: u.Reason, Fix: u.Fix}
+}
+
+// Enforcement is Check's answer: how a policy runs on a host.
+type Enforcement struct {
+	// Backend is "namespaces" (the jail) or "process".
+	Backend string `json:"backend"`
+	// Limits is how memory, tasks and CPU are bounded: "cgroup2",
+	// "cgroup1", or "rlimit" (per-process rlimits, no CPU rate).
+	Limits string `json:"limits"`
+	// Seccomp says the policy's filter is loaded: false for profile
+	// "none", or when the host has no seccomp and best_effort waived it.
+	Seccomp bool `json:"seccomp"`
+	// Notify says kill rules can name their syscall (user notification).
+	Notify bool `json:"notify"`
+	// Unmet is every control not enforced: defaults the chosen backend
+	// cannot apply, and, with best_effort, what the host lacks.
+	Unmet []Unmet `json:"unmet,omitempty"`
+}
+
+// Process reports whether the process backend runs.
+func (e Enforcement) Process() bool { return e.Backend == "process" }
+
+// NotEnforced is Unmet by control name, for a result's not_enforced.
+func (e Enforcement) NotEnforced() []string {
+	var out []string
+	for _, u := range e.Unmet {
+		out = append(out, u.Control)
+	}
+	return out
+}
+
+// Check decides how p runs on host h, the one place that does: which
+// backend, how limits are applied, whether the seccomp filter is loaded,
+// and everything h (or the backend) cannot enforce. Without best_effort
+// an unmet control the policy asked for is refused: the error is an
+// *UnsupportedError naming the first (and, in its reason, the others)
+// with its fix. With best_effort such controls are listed in Unmet
+// instead, except Required ones, which are always refused. Defaults the
+// chosen backend cannot apply are listed, never refused. An invalid p is
+// ErrInvalid. Check has no side effects.
+//
+// The fields, by backend:
+//
+//	field                      namespaces              process
+//	timeout, cpu_time,         enforced                enforced
+//	file_size, open_files,
+//	max_output, setenv,
+//	env_pass, workspace
+//	memory, pids               cgroup; without one: explicit refused (best_effort: rlimits, listed),
+//	                           default by rlimits
+//	cpus                       cgroup; without one refused (best_effort: listed)
+//	seccomp                    needs CheckSeccomp (best_effort: listed); "none" asks for nothing
+//	net ""                     own namespace           host's network, listed as a default
+//	net none, loopback         own namespace           refused (best_effort: listed)
+//	net host                   host's                  host's
+//	mounts                     enforced                refused, always
+//	chdir                      enforced                refused unless /workspace (the default)
+//	backend "", namespaces     needs CheckKernel and CheckUserNS; without them refused
+//	                           (best_effort: the process backend, listed)
+func Check(p Policy, h *Host) (Enforcement, error) {
+	if err := p.Validate(); err != nil {
+		return Enforcement{}, err
+	}
+	var unmet []Unmet
+	e := Enforcement{Backend: "namespaces", Notify: h.Has(CheckSeccompNotify)}
+	if p.Backend == "process" {
+		e.Backend = "process"
+	} else if u, ok := jail(h); !ok {
+		unmet = append(unmet, u)
+		if p.BestEffort {
+			e.Backend = "process"
+			unmet = append(unmet, Unmet{Control: "filesystem isolation", Field: "backend", Check: u.Check, Reason: "the process backend runs on the host's filesystem", Fix: u.Fix})
+		}
+	}
+	if e.Process() {
+		unmet = append(unmet, processUnmet(p, e.Backend != p.Backend)...)
+	}
+	var lim []Unmet
+	e.Limits, lim = limits(p, h)
+	unmet = append(unmet, lim...)
+	e.Seccomp = p.Seccomp.Profile != "none"
+	if c := h.Get(CheckSeccomp); e.Seccomp && !c.OK {
+		unmet = append(unmet, Unmet{Control: "seccomp", Field: "seccomp", Check: CheckSeccomp, Reason: c.Detail, Fix: orFix(c.Fix, "a kernel with seccomp filters, and airlock built with cgo and libseccomp")})
+		e.Seccomp = false
+	}
+	if err := refuse(unmet, p.BestEffort); err != nil {
+		return Enforcement{}, err
+	}
+	e.Unmet = unmet
+	return e, nil
+}
+
+// jail says whether the namespace jail can run on h: the kernel, then
+// user namespaces.
+func jail(h *Host) (Unmet, bool) {
+	for _, id := range []CheckID{CheckKernel, CheckUserNS} {
+		if c := h.Get(id); !c.OK {
+			return Unmet{Control: "namespaces", Field: "backend", Check: id, Reason: c.Name + ": " + c.Detail,
+				Fix: orFix(c.Fix, "a host with user namespaces") + "; or choose the process backend (no isolation)"}, false
+		}
+	}
+	return Unmet{}, true
+}
+
+// processUnmet is what the process backend cannot do for p. fallback
+// says best_effort chose it (the policy asked for the jail).
+func processUnmet(p Policy, fallback bool) []Unmet {
+	const fix = "use the namespaces backend (the default)"
+	var out []Unmet
+	switch {
+	case p.Net == NetHost:
+	case p.Net == "" || fallback:
+		// The policy left the network at its default, or asked for the
+		// jail, whose refusal above names the cause.
+		out = append(out, Unmet{Control: "network isolation", Field: "net", Reason: "the process backend shares the host's network namespace", Fix: fix, Default: !fallback})
+	default:
+		out = append(out, Unmet{Control: "network isolation", Field: "net",
+			Reason: fmt.Sprintf("net %s cannot be enforced: the process backend shares the host's network namespace", p.Net),
+			Fix:    fix + ", or net host to accept the host's network, or best_effort (--best-effort) to run with it listed as not enforced"})
+	}
+	if !fallback {
+		out = append(out, Unmet{Control: "filesystem isolation", Field: "backend", Reason: "the process backend runs on the host's filesystem", Fix: fix, Default: true})
+	}
+	if len(p.Mounts) > 0 {
+		out = append(out, Unmet{Control: "mounts", Field: "mounts", Reason: "the process backend cannot mount: it runs on the host's filesystem", Fix: fix, Required: true})
+	}
+	if p.Chdir != "" && p.Chdir != "/workspace" {
+		out = append(out, Unmet{Control: "chdir", Field: "chdir", Reason: fmt.Sprintf("the process backend runs in its workspace directory, not %s", p.Chdir), Fix: fix + ", or change directory in the program", Required: true})
+	}
+	return out
+}
+
+// limits is how p's limits are applied on h, and the explicit ones h
+// cannot apply without a cgroup.
+func limits(p Policy, h *Host) (string, []Unmet) {
+	c := h.Get(CheckCgroup)
+	if c.OK && h.Limits != "" {
+		return h.Limits, nil
+	}
+	var out []Unmet
+	for _, l := range []struct {
+		name, rlimit string
+		set          bool
+	}{
+		{"memory", "per-process RLIMIT_DATA instead", p.Memory != 0},
+		{"pids", "RLIMIT_NPROC instead", p.Pids != 0},
+		{"cpus", "no rlimit can rate CPU", p.CPUs > 0},
+	} {
+		if l.set {
+			out = append(out, Unmet{Control: l.name, Field: l.name, Check: CheckCgroup,
+				Reason: fmt.Sprintf("an explicit %s limit needs a cgroup (best_effort: %s): %s", l.name, l.rlimit, c.Detail),
+				Fix:    orFix(c.Fix, "run as root, or in a delegated cgroup v2") + "; or pass --best-effort to accept per-process rlimits"})
+		}
+	}
+	return "rlimit", out
+}
+
+// refuse is the error for unmet controls: the first one not waived
+// (every Required one, and without best_effort every one the policy
+// asked for), the others named in its reason.
+func refuse(unmet []Unmet, bestEffort bool) error {
+	var first *UnsupportedError
+	var others []string
+	for _, u := range unmet {
+		if u.Default || bestEffort && !u.Required {
+			continue
+		}
+		if first == nil {
+			first = u.Err()
+		} else {
+			others = append(others, u.Control)
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	if len(others) > 0 {
+		first.Reason += "; also not enforceable here: " + strings.Join(others, ", ")
+	}
+	return first
+}
+
+func orFix(fix, def string) string {
+	if fix == "" {
+		return def
+	}
+	return fix
+}

@@ -1,0 +1,204 @@
+package policy
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// host builds a Host as data: every check OK, limits on cgroup2, then
+// the named checks missing.
+func host(missing ...CheckID) *Host {
+	h := &Host{Kernel: "6.1.0", Limits: "cgroup2"}
+	for _, id := range []CheckID{CheckKernel, CheckUserNS, CheckCgroup, CheckSeccomp, CheckSeccompNotify, CheckPidfd, CheckLandlock} {
+		c := Capability{ID: id, Name: string(id), OK: !slices.Contains(missing, id), Detail: "seen", Fix: "fix " + string(id)}
+		h.Checks = append(h.Checks, c)
+		if id == CheckCgroup && !c.OK {
+			h.Limits = ""
+		}
+	}
+	return h
+}
+
+// checkCase is one (policy, host) pair and what Check must decide.
+type checkCase struct {
+	name   string
+	pol    func(*Policy)
+	host   *Host
+	err    CheckID // refused: the check the error names ("" with errControl: none)
+	errCtl string  // refused: the control the error names
+	want   Enforcement
+	unmet  []string // NotEnforced
+}
+
+func TestCheck(t *testing.T) {
+	none := func(*Policy) {}
+	limits := func(p *Policy) { p.Memory, p.Pids, p.CPUs = 64<<20, 16, 0.5 }
+	best := func(f func(*Policy)) func(*Policy) { return func(p *Policy) { f(p); p.BestEffort = true } }
+	process := func(p *Policy) { p.Backend = "process" }
+	ns := Enforcement{Backend: "namespaces", Limits: "cgroup2", Seccomp: true, Notify: true}
+	with := func(e Enforcement, f func(*Enforcement)) Enforcement { f(&e); return e }
+	rl := func(e *Enforcement) { e.Limits = "rlimit" }
+	proc := func(e *Enforcement) { e.Backend = "process" }
+	for _, c := range []checkCase{
+		// The default policy.
+		{name: "default/full", pol: none, host: host(), want: ns},
+		{name: "default/no userns", pol: none, host: host(CheckUserNS), err: CheckUserNS, errCtl: "namespaces"},
+		{name: "default/old kernel", pol: none, host: host(CheckKernel), err: CheckKernel, errCtl: "namespaces"},
+		{name: "default/nothing", pol: none, host: &Host{}, err: CheckKernel, errCtl: "namespaces"},
+		{name: "default/no cgroup", pol: none, host: host(CheckCgroup), want: with(ns, rl)},
+		{name: "default/no seccomp", pol: none, host: host(CheckSeccomp), err: CheckSeccomp, errCtl: "seccomp"},
+		{name: "default/no notify", pol: none, host: host(CheckSeccompNotify), want: with(ns, func(e *Enforcement) { e.Notify = false })},
+		{name: "default/no pidfd, landlock", pol: none, host: host(CheckPidfd, CheckLandlock), want: ns},
+		// Explicit limits need a cgroup; best_effort takes rlimits.
+		{name: "limits/full", pol: limits, host: host(), want: ns},
+		{name: "limits/no cgroup", pol: limits, host: host(CheckCgroup), err: CheckCgroup, errCtl: "memory"},
+		{name: "limits/no cgroup, best effort", pol: best(limits), host: host(CheckCgroup), want: with(ns, rl), unmet: []string{"memory", "pids", "cpus"}},
+		{name: "cpus/no cgroup", pol: func(p *Policy) { p.CPUs = 1 }, host: host(CheckCgroup), err: CheckCgroup, errCtl: "cpus"},
+		// best_effort degrades only what is missing.
+		{name: "best effort/full", pol: best(none), host: host(), want: ns},
+		{name: "best effort/no userns", pol: best(none), host: host(CheckUserNS), want: with(ns, proc),
+			unmet: []string{"namespaces", "filesystem isolation", "network isolation"}},
+		{name: "best effort/no seccomp", pol: best(none), host: host(CheckSeccomp), want: with(ns, func(e *Enforcement) { e.Seccomp = false }), unmet: []string{"seccomp"}},
+		{name: "best effort/no userns, mounts", pol: best(func(p *Policy) { p.Mounts = []Mount{{Type: MountTmpfs, Target: "/x"}} }), host: host(CheckUserNS), errCtl: "mounts"},
+		// The process backend needs no namespaces; it lists the isolation
+		// it does not give by default, and refuses what was demanded.
+		{name: "process/full", pol: process, host: host(), want: with(ns, proc), unmet: []string{"network isolation", "filesystem isolation"}},
+		{name: "process/no userns", pol: process, host: host(CheckUserNS, CheckKernel), want: with(ns, proc), unmet: []string{"network isolation", "filesystem isolation"}},
+		{name: "process/net none", pol: func(p *Policy) { process(p); p.Net = NetNone }, host: host(), errCtl: "network isolation"},
+		{name: "process/net loopback", pol: func(p *Policy) { process(p); p.Net = NetLoopback }, host: host(), errCtl: "network isolation"},
+		{name: "process/net none, best effort", pol: best(func(p *Policy) { process(p); p.Net = NetNone }), host: host(), want: with(ns, proc), unmet: []string{"network isolation", "filesystem isolation"}},
+		{name: "process/net host", pol: func(p *Policy) { process(p); p.Net = NetHost }, host: host(), want: with(ns, proc), unmet: []string{"filesystem isolation"}},
+		{name: "process/mounts", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountROBind, Source: "/srv", Target: "/srv"}} }, host: host(), errCtl: "mounts"},
+		{name: "process/chdir", pol: func(p *Policy) { process(p); p.Chdir = "/tmp" }, host: host(), errCtl: "chdir"},
+		{name: "process/chdir best effort", pol: best(func(p *Policy) { process(p); p.Chdir = "/tmp" }), host: host(), errCtl: "chdir"},
+		{name: "process/limits, no cgroup", pol: func(p *Policy) { process(p); limits(p) }, host: host(CheckCgroup), err: CheckCgroup, errCtl: "memory"},
+		// Seccomp none asks for nothing.
+		{name: "seccomp none/no seccomp", pol: func(p *Policy) { p.Seccomp.Profile = "none" }, host: host(CheckSeccomp), want: with(ns, func(e *Enforcement) { e.Seccomp = false })},
+		// The jail enforces every network mode and mounts.
+		{name: "net none/full", pol: func(p *Policy) { p.Net = NetNone }, host: host(), want: ns},
+		{name: "net host/full", pol: func(p *Policy) { p.Net = NetHost }, host: host(), want: ns},
+		{name: "mounts/full", pol: func(p *Policy) { p.Mounts = []Mount{{Type: MountBind, Source: "/srv", Target: "/srv"}} }, host: host(), want: ns},
+		{name: "net none/no userns", pol: func(p *Policy) { p.Net = NetNone }, host: host(CheckUserNS), err: CheckUserNS, errCtl: "namespaces"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := Policy{}
+			c.pol(&p)
+			before := *c.host.Clone()
+			got, err := Check(p, c.host)
+			if c.errCtl != "" {
+				var u *UnsupportedError
+				if !errors.As(err, &u) || !errors.Is(err, ErrUnsupported) || errors.Is(err, ErrInvalid) || u.Control != c.errCtl || u.Check != c.err || u.Fix == "" {
+					t.Fatalf("got %+v, %v; want a refusal of %q (check %q) with a fix", got, err, c.errCtl, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			ne := got.NotEnforced()
+			got.Unmet = nil
+			if !reflect.DeepEqual(got, c.want) || !slices.Equal(ne, c.unmet) {
+				t.Errorf("got %+v, not enforced %q; want %+v, %q", got, ne, c.want, c.unmet)
+			}
+			if !slices.Equal(before.Checks, c.host.Checks) {
+				t.Error("Check changed the host")
+			}
+		})
+	}
+}
+
+// Every refusal names all the controls that are not enforceable, the
+// first as its control, the others in its reason; an invalid policy is
+// invalid whatever the host.
+func TestCheckRefusal(t *testing.T) {
+	_, err := Check(Policy{Memory: 64 << 20, CPUs: 1}, host(CheckCgroup, CheckSeccomp))
+	var u *UnsupportedError
+	if !errors.As(err, &u) || u.Control != "memory" || !strings.Contains(u.Reason, "also not enforceable here: cpus, seccomp") ||
+		!strings.Contains(u.Error(), "fix: fix cgroup") || !strings.Contains(u.Error(), "--best-effort") {
+		t.Errorf("got %v", err)
+	}
+	if _, err := Check(Policy{Net: "bridge"}, &Host{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("invalid policy on an empty host: %v", err)
+	}
+}
+
+// Every policy field on every backend is enforced, refused, or listed
+// under best_effort: none is dropped silently. A field is enforced when
+// Check accepts it without listing it, and the resolved spec then carries
+// it (the executor's TestFieldsReachSpec proves that half).
+func TestCheckFieldsByBackend(t *testing.T) {
+	type verdict int
+	const (
+		enforced verdict = iota
+		refused          // refused, and listed under best_effort
+		required         // refused, even under best_effort
+	)
+	fields := []struct {
+		field string
+		set   func(*Policy)
+		ns    verdict
+		proc  verdict
+	}{
+		{"timeout", func(p *Policy) { p.Timeout = 1e9 }, enforced, enforced},
+		{"cpu_time", func(p *Policy) { p.CPUTime = 1e9 }, enforced, enforced},
+		{"memory", func(p *Policy) { p.Memory = 64 << 20 }, enforced, enforced},
+		{"pids", func(p *Policy) { p.Pids = 8 }, enforced, enforced},
+		{"cpus", func(p *Policy) { p.CPUs = 0.5 }, enforced, enforced},
+		{"file_size", func(p *Policy) { p.FileSize = 1 << 20 }, enforced, enforced},
+		{"open_files", func(p *Policy) { p.OpenFiles = 64 }, enforced, enforced},
+		{"net none", func(p *Policy) { p.Net = NetNone }, enforced, refused},
+		{"net loopback", func(p *Policy) { p.Net = NetLoopback }, enforced, refused},
+		{"net host", func(p *Policy) { p.Net = NetHost }, enforced, enforced},
+		{"mounts", func(p *Policy) { p.Mounts = []Mount{{Type: MountTmpfs, Target: "/scratch"}} }, enforced, required},
+		{"workspace", func(p *Policy) { p.Workspace = "/srv/ws" }, enforced, enforced},
+		{"chdir", func(p *Policy) { p.Chdir = "/tmp" }, enforced, required},
+		{"setenv", func(p *Policy) { p.Setenv = map[string]string{"A": "b"} }, enforced, enforced},
+		{"env_pass", func(p *Policy) { p.EnvPass = []string{"TERM"} }, enforced, enforced},
+		{"max_output", func(p *Policy) { p.MaxOutput = 4096 }, enforced, enforced},
+		{"seccomp rules", func(p *Policy) { p.Seccomp.Rules = []SyscallRule{{Names: []string{"getpid"}, Action: ActKill}} }, enforced, enforced},
+		{"seccomp none", func(p *Policy) { p.Seccomp.Profile = "none" }, enforced, enforced},
+	}
+	// The process backend's defaults it cannot apply: always listed.
+	procDefaults := func(p Policy) []string {
+		if p.Net != "" {
+			return []string{"filesystem isolation"}
+		}
+		return []string{"network isolation", "filesystem isolation"}
+	}
+	for _, f := range fields {
+		for _, backend := range []string{"namespaces", "process"} {
+			want := f.ns
+			if backend == "process" {
+				want = f.proc
+			}
+			p := Policy{Backend: backend}
+			f.set(&p)
+			got, err := Check(p, host())
+			base := []string(nil)
+			if backend == "process" {
+				base = procDefaults(p)
+			}
+			switch want {
+			case enforced:
+				if err != nil || !slices.Equal(got.NotEnforced(), base) {
+					t.Errorf("%s on %s: %v, not enforced %q; want enforced", f.field, backend, err, got.NotEnforced())
+				}
+			case refused, required:
+				if !errors.Is(err, ErrUnsupported) {
+					t.Errorf("%s on %s: %v; want refused", f.field, backend, err)
+				}
+				p.BestEffort = true
+				got, err = Check(p, host())
+				if want == required && !errors.Is(err, ErrUnsupported) {
+					t.Errorf("%s on %s, best effort: %v; want refused", f.field, backend, err)
+				}
+				if want == refused && (err != nil || len(got.NotEnforced()) <= len(base)) {
+					t.Errorf("%s on %s, best effort: %v, not enforced %q; want it listed", f.field, backend, err, got.NotEnforced())
+				}
+			}
+		}
+	}
+}
