@@ -69,7 +69,6 @@ run_pass() {
   local name=$1 work=$2 line pkg dir bin log="$2/log.txt" rc t0 env
   shift 2
   read -ra env < <(test_env "$work")
-  echo "== $name"
   for line in "${pkgs[@]}"; do
     pkg=${line%% *} dir=${line#* }
     bin="${test_dir:-$work}/$(echo "$pkg" | tr / _).test"
@@ -102,10 +101,13 @@ vm_pass() {
   rm -rf "$out"
   for try in 1 2; do
     mkdir -p "$out/$try"
+    # The guest's own lines (one per binary as it ends, vmrun's errors)
+    # show live, indented, and stay in guest.log.
     set +e
     (cd "$work" && "$here/scripts/vmrun.sh" "$here/scripts/vm-suite" "$out/$try" "${todo[*]}" \
-        -test.v -test.count=1 -test.timeout="$test_timeout" -- "$@" env -i "${env[@]}") >"$out/$try/guest.log" 2>&1
-    rc=$?
+        -test.v -test.count=1 -test.timeout="$test_timeout" -- "$@" env -i "${env[@]}") 2>&1 |
+      tee "$out/$try/guest.log" | sed 's/^/  /'
+    rc=${PIPESTATUS[0]}
     set -e
     # Which binaries stalled (test timeout) or never finished (no rc)?
     local again=()
