@@ -1,5 +1,7 @@
+# shellcheck shell=bash disable=SC2034  # the counters are read by the sourcing script
 # Sourced by scripts/test and scripts/vmtest: build every package's tests
-# once, run them in passes (root, rootless, in the cgroup v2 guest), count.
+# once, run them in passes (root, rootless, race, in the cgroup v2 guest),
+# count.
 
 passed=0 failed=0 skipped=0 broken=0
 pkgs=()
@@ -23,60 +25,131 @@ build_tests() {
   chmod 755 "$1" "$1"/*.test "$1/bin" "$1"/bin/*
 }
 
-# run_pass NAME WORK RUNNER...: runs every test binary in WORK through
-# RUNNER (may be empty), with a clean environment plus $pass_env, and adds
-# up the results. The root pass runs in each package's directory, the
-# others in WORK.
+# build_race_tests DIR: each package's tests again with -race, into
+# DIR/race/<pkg>.test (for run_pass race; test_dir=DIR/race).
+build_race_tests() {
+  local line pkg
+  mkdir -p "$1/race"
+  for line in "${pkgs[@]}"; do
+    pkg=${line%% *}
+    go test -race -c -o "$1/race/$(echo "$pkg" | tr / _).test" "$pkg"
+  done
+  chmod 755 "$1/race" "$1"/race/*.test
+}
+
+# The clean environment every test binary runs with (after env -i);
+# $pass_env may add several NAME=VALUE words.
+test_env() {
+  # shellcheck disable=SC2086
+  echo PATH=/usr/local/bin:/usr/bin:/bin HOME="$1" TMPDIR=/tmp \
+    AIRLOCK_TEST_REQUIRE_ALL=1 AIRLOCK_TEST_BINDIR="$1/bin" ${pass_env:-}
+}
+
+# count_pkg NAME PKG LOG RC SECS: adds one binary's results to the totals
+# and prints its line (and, if it failed, the log without its passes).
+count_pkg() {
+  local name=$1 pkg=$2 log=$3 rc=$4 secs=$5 p f s
+  p=$(grep -cE '^\s*--- PASS' "$log" || true)
+  f=$(grep -cE '^\s*--- FAIL' "$log" || true)
+  s=$(grep -cE '^\s*--- SKIP' "$log" || true)
+  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+  printf '%-12s %-52s %3d passed %3d failed %3d skipped %4ds\n' "$name" "$pkg" "$p" "$f" "$s" "$secs"
+  if [ "$rc" -ne 0 ] || [ "$f" -gt 0 ]; then
+    broken=1
+    grep -vE '^\s*--- PASS|^=== (RUN|PAUSE|CONT)' "$log" | tail -60
+  fi
+}
+
+# run_pass NAME WORK RUNNER...: runs every test binary (in $test_dir,
+# default WORK) through RUNNER (may be empty), with a clean environment
+# (test_env, plus $pass_env), and adds up the results. The root and race
+# passes run each binary in its package's directory (as go test does),
+# the others in WORK.
 run_pass() {
-  local name=$1 work=$2 line pkg dir bin log="$2/log.txt" rc p f s
+  local name=$1 work=$2 line pkg dir bin log="$2/log.txt" rc t0 env
   shift 2
-  echo "== $name"
+  read -ra env < <(test_env "$work")
   for line in "${pkgs[@]}"; do
     pkg=${line%% *} dir=${line#* }
-    bin="$work/$(echo "$pkg" | tr / _).test"
-    local t0=$SECONDS
-    [ "$name" = root ] || dir=$work
-    local try
-    for try in 1 2; do
-      set +e
-      (cd "$dir" && "$@" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$work" TMPDIR=/tmp \
-          AIRLOCK_TEST_REQUIRE_ALL=1 AIRLOCK_TEST_BINDIR="$work/bin" ${pass_env:-} "$bin" -test.v -test.count=1 -test.timeout="${test_timeout:-10m}") >"$log" 2>&1
-      rc=$?
-      set -e
-      # An emulated guest may stall (rarely: seen once in ~60 guest runs).
-      # A guest that timed out, or whose test binary hit its timeout, is
-      # run again once, loudly, with the first attempt's tail kept in the
-      # log; a test that fails is never retried.
-      case $name in vm-*) ;; *) break ;; esac
-      if [ $rc -eq 124 ] || grep -q '^panic: test timed out' "$log"; then
-        [ $try -eq 1 ] && { echo "$name $pkg: the guest timed out; retrying once. Its last output:"; tail -40 "$log"; continue; }
-      fi
-      break
-    done
-    p=$(grep -cE '^\s*--- PASS' "$log" || true)
-    f=$(grep -cE '^\s*--- FAIL' "$log" || true)
-    s=$(grep -cE '^\s*--- SKIP' "$log" || true)
-    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-    printf '%-12s %-52s %3d passed %3d failed %3d skipped %4ds\n' "$name" "$pkg" "$p" "$f" "$s" $((SECONDS - t0))
-    if [ $rc -ne 0 ] || [ "$f" -gt 0 ]; then
-      broken=1
-      grep -vE '^\s*--- PASS|^=== (RUN|PAUSE|CONT)' "$log" | tail -60
-    fi
+    bin="${test_dir:-$work}/$(echo "$pkg" | tr / _).test"
+    t0=$SECONDS
+    case $name in root|race) ;; *) dir=$work ;; esac
+    set +e
+    (cd "$dir" && "$@" env -i "${env[@]}" "$bin" -test.v -test.count=1 -test.timeout="${test_timeout:-10m}") >"$log" 2>&1
+    rc=$?
+    set -e
+    count_pkg "$name" "$pkg" "$log" $rc $((SECONDS - t0))
   done
 }
 
+# vm_pass NAME WORK [IN-GUEST RUNNER...]: every test binary in ONE boot of
+# the cgroup v2 guest (scripts/vmrun.sh), in WORK (the guest's read-write
+# share of it), through scripts/vm-suite, which writes each binary's log,
+# exit status and seconds to WORK/vm-NAME/. Then counts them per package
+# as run_pass does. An emulated guest may stall (rarely: seen once in ~60
+# guest boots): if the guest timed out or died, or a binary hit its test
+# timeout, the binaries that stalled or never finished run once more in a
+# second boot, loudly, with the first attempt's tail printed; a binary
+# that finished and failed is never rerun.
+vm_pass() {
+  local name=$1 work=$2 line pkg b out="$2/vm-$1" rc try t0=$SECONDS env here=$PWD
+  shift 2
+  read -ra env < <(test_env "$work")
+  echo "== $name (one guest boot for ${#pkgs[@]} test binaries)"
+  local todo=()
+  for line in "${pkgs[@]}"; do todo+=("$(echo "${line%% *}" | tr / _)"); done
+  rm -rf "$out"
+  for try in 1 2; do
+    mkdir -p "$out/$try"
+    # The guest's own lines (one per binary as it ends, vmrun's errors)
+    # show live, indented, and stay in guest.log.
+    set +e
+    (cd "$work" && "$here/scripts/vmrun.sh" "$here/scripts/vm-suite" "$out/$try" "${todo[*]}" \
+        -test.v -test.count=1 -test.timeout="$test_timeout" -- "$@" env -i "${env[@]}") 2>&1 |
+      tee "$out/$try/guest.log" | sed 's/^/  /'
+    rc=${PIPESTATUS[0]}
+    set -e
+    # Which binaries stalled (test timeout) or never finished (no rc)?
+    local again=()
+    for b in "${todo[@]}"; do
+      if [ ! -s "$out/$try/$b.rc" ] || grep -q '^panic: test timed out' "$out/$try/$b.log" 2>/dev/null; then again+=("$b"); fi
+    done
+    [ ${#again[@]} -gt 0 ] || break
+    if [ $try = 1 ]; then
+      echo "$name: the guest stalled or died (vmrun exit $rc; not finished or timed out: ${again[*]}); running those once more in a new guest. The first attempt's last output:"
+      tail -20 "$out/$try/guest.log"
+      for b in "${again[@]}"; do [ ! -s "$out/$try/$b.log" ] || { echo "-- $b:"; tail -40 "$out/$try/$b.log"; }; done
+      todo=("${again[@]}")
+    else
+      echo "$name: the guest stalled or died again (vmrun exit $rc): ${again[*]}"
+      tail -20 "$out/$try/guest.log"
+    fi
+  done
+  # Count in package order, each binary from the last attempt that ran it.
+  for line in "${pkgs[@]}"; do
+    pkg=${line%% *} b=$(echo "$pkg" | tr / _)
+    try=1; [ -e "$out/2/$b.start" ] && try=2
+    [ -e "$out/$try/$b.log" ] || echo "$name $pkg: never started in the guest" >"$out/$try/$b.log"
+    rc=$(cat "$out/$try/$b.rc" 2>/dev/null || echo 125)
+    count_pkg "$name" "$pkg" "$out/$try/$b.log" "$rc" "$(cat "$out/$try/$b.secs" 2>/dev/null || echo 0)"
+  done
+  echo "$name: $((SECONDS - t0)) s wall for the pass, boot(s) included"
+}
+
 # vm_passes WORK: the suite in a cgroup-v2-only guest (scripts/vmrun.sh),
-# as root and as an unprivileged user in a delegated cgroup.
+# as root and as an unprivileged user in a delegated cgroup (each binary
+# through scripts/vm-delegated, a fresh delegated cgroup for each).
 vm_passes() {
   local root
   root=$(pwd)
   # The first run downloads the guest kernel package: it needs an apt index.
   [ -s "${VMRUN_ARTIFACTS:-${XDG_CACHE_HOME:-$HOME/.cache}/vmrun}/initrd.img" ] || apt-get update -qq
-  # Inside the guest, Go's test timeout fires before the VM's, so a stall
-  # leaves a goroutine dump.
-  export VMRUN_TIMEOUT=480
-  test_timeout=6m pass_env= run_pass vm-root "$1" "$root/scripts/vmrun.sh"
-  test_timeout=6m pass_env=AIRLOCK_TEST_DELEGATED=1 run_pass vm-rootless "$1" "$root/scripts/vmrun.sh" "$root/scripts/vm-delegated"
+  # Inside the guest, each binary's Go test timeout fires long before the
+  # VM's, so a stalled binary leaves a goroutine dump and the rest still
+  # run; the VM's limit is for the pass as a whole.
+  export VMRUN_TIMEOUT=${AIRLOCK_VM_TIMEOUT:-2400}
+  test_timeout=6m pass_env='' vm_pass vm-root "$1"
+  test_timeout=6m pass_env=AIRLOCK_TEST_DELEGATED=1 vm_pass vm-rootless "$1" "$root/scripts/vm-delegated"
 }
 
 # soak_pass NAME WORK RUNS RUNNER...: the soak benchmark (BenchmarkSoak:
