@@ -285,7 +285,17 @@ func (e *Executor) check(p *policy.Policy) (policy.Enforcement, error) {
 	if err := p.Validate(); err != nil {
 		return policy.Enforcement{}, err
 	}
-	return policy.Check(*p, e.host)
+	enf, err := policy.Check(*p, e.host)
+	if err != nil {
+		return enf, err
+	}
+	enf.Weakened, err = seccomp.Weakenings(*p)
+	return enf, err
+}
+
+// record writes what Check decided into a run's result.
+func record(res *nsjail.Result, enf policy.Enforcement) {
+	res.Enforced.NotEnforced, res.Enforced.Weakened = enf.NotEnforced(), enf.Weakened
 }
 
 // outcome is an execution's Result: the jail's, the language and, when
@@ -408,7 +418,7 @@ func (e *Executor) run(ctx context.Context, req Request, enf policy.Enforcement)
 	}
 	res, err := nsjail.Run(ctx, spec)
 	if res != nil {
-		res.Enforced.NotEnforced = enf.NotEnforced()
+		record(res, enf)
 	}
 	return res, err
 }

@@ -269,7 +269,7 @@ func (p *pool) execute(ctx context.Context, req Request, enf policy.Enforcement)
 	spec.Cgroup = w.cg
 	jres, err := w.prep.Run(ctx, spec)
 	if jres != nil {
-		jres.Enforced.NotEnforced = enf.NotEnforced()
+		record(jres, enf)
 	}
 	res, err = outcome(jres, err, lang, req, w.ws, skip)
 	return res, true, err

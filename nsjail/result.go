@@ -78,4 +78,9 @@ type Enforced struct {
 	// the chosen backend cannot apply (the process backend's network and
 	// filesystem isolation).
 	NotEnforced []string `json:"not_enforced,omitempty"`
+	// Weakened names each way the run's policy is weaker than the default
+	// policy on purpose (seccomp off, the host's network, a writable bind,
+	// a syscall the default profile denies allowed, ...): not refused,
+	// but never silent.
+	Weakened []string `json:"weakened,omitempty"`
 }

@@ -49,6 +49,10 @@ type Enforcement struct {
 	// Unmet is every control not enforced: defaults the chosen backend
 	// cannot apply, and, with best_effort, what the host lacks.
 	Unmet []Unmet `json:"unmet,omitempty"`
+	// Weakened is each way the policy itself is weaker than the default
+	// policy (see Policy.Weakenings; the executor adds the seccomp rules'
+	// with seccomp.Weakenings): not refused, never silent.
+	Weakened []string `json:"weakened,omitempty"`
 }
 
 // Process reports whether the process backend runs.

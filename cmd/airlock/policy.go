@@ -41,17 +41,32 @@ func policyCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return 1
 	}
+	weakened, err := seccomp.Weakenings(p)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock: %v\n", err)
+		return 1
+	}
 	switch args[0] {
 	case "show":
 		out := struct {
-			Policy  policy.Policy    `json:"policy"`
-			Seccomp *seccomp.Profile `json:"seccomp"`
-		}{p, prof}
+			Policy   policy.Policy    `json:"policy"`
+			Weakened []string         `json:"weakened"`
+			Seccomp  *seccomp.Profile `json:"seccomp"`
+		}{p, weakened, prof}
+		if out.Weakened == nil {
+			out.Weakened = []string{}
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(out)
 		return 0
 	case "validate", "compile":
+		if args[0] == "validate" {
+			// Valid, and how it differs from the default where it is weaker.
+			for _, w := range weakened {
+				fmt.Fprintf(stdout, "weaker than the default policy: %s\n", w)
+			}
+		}
 		if prof == nil {
 			fmt.Fprintln(stdout, "valid; no seccomp filter (profile none)")
 			return 0

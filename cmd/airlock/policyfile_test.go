@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,5 +35,43 @@ func TestPolicyFileYAMLAndPresetConflict(t *testing.T) {
 	}
 	if code, _, errOut := airlock(t, "", "--preset", "default", "--", "true"); code != 0 {
 		t.Errorf("--preset alone: exit %d: %s", code, errOut)
+	}
+}
+
+// A policy weaker than the default runs, as asked, but never silently:
+// one stderr line per weakening, the same list in the result's
+// enforced.weakened, and policy validate/show print it. The default
+// policy names none.
+func TestWeakerPolicySaysSo(t *testing.T) {
+	pol := filepath.Join(t.TempDir(), "weak.yaml")
+	os.WriteFile(pol, []byte("net: host\nseccomp:\n  rules:\n    - {names: [ptrace, bpf], action: allow}\n"), 0o644)
+	want := []string{"net: host", "seccomp: allows bpf, ptrace"}
+	code, out, errOut := airlock(t, "", "--json", "--policy", pol, "--", "true")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if n := strings.Count(errOut, "airlock: weaker than the default policy: "); n != len(want) {
+		t.Errorf("%d weakening lines on stderr, want %d: %q", n, len(want), errOut)
+	}
+	for _, w := range want {
+		if !strings.Contains(errOut, w) || !strings.Contains(out, w) {
+			t.Errorf("%q missing from stderr %q or the result", w, errOut)
+		}
+	}
+	var validate, show, errb strings.Builder
+	if policyCmd([]string{"validate", pol}, &validate, &errb) != 0 || policyCmd([]string{"show", pol}, &show, &errb) != 0 {
+		t.Fatalf("policy validate/show: %s", errb.String())
+	}
+	for _, w := range want {
+		if !strings.Contains(validate.String(), w) || !strings.Contains(show.String(), w) {
+			t.Errorf("%q missing from validate %q or show", w, validate.String())
+		}
+	}
+	code, res, raw := result(t, "--", "true")
+	if code != 0 || len(res.Enforced.Weakened) != 0 || strings.Contains(fmt.Sprint(raw["enforced"]), "weakened") {
+		t.Errorf("the default policy: exit %d, weakened %q", code, res.Enforced.Weakened)
+	}
+	if _, _, errOut := airlock(t, "", "--", "true"); strings.Contains(errOut, "weaker") {
+		t.Errorf("the default policy warned: %q", errOut)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -197,6 +198,19 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runRequest(executor.Request{Args: fs.Args(), Policy: p, Stdin: stdin}, f.json, stdout, stderr)
 }
 
+// warnWeakened prints one line for each way p is weaker than the default
+// policy (the result's enforced.weakened says the same): a weaker policy
+// runs, as asked, but never silently.
+func warnWeakened(p policy.Policy, stderr io.Writer) {
+	w, err := seccomp.Weakenings(p)
+	if err != nil {
+		return // the run refuses the same policy, naming the error
+	}
+	for _, s := range w {
+		fmt.Fprintf(stderr, "airlock: weaker than the default policy: %s\n", s)
+	}
+}
+
 // runRequest runs one request through a new executor and reports it: the
 // program's output passed through, or one JSON result with --json.
 func runRequest(req executor.Request, asJSON bool, stdout, stderr io.Writer) int {
@@ -209,6 +223,7 @@ func runRequest(req executor.Request, asJSON bool, stdout, stderr io.Writer) int
 		return exitSetup
 	}
 	defer ex.Close()
+	warnWeakened(req.Policy, stderr)
 	// SIGINT/SIGTERM cancel the run; the sandbox is killed and reaped.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
