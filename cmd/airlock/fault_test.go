@@ -441,16 +441,11 @@ func (h *faultHarness) checkLeft(t *testing.T, r faultRun, reap bool) {
 	if len(pid) != 1 {
 		t.Fatalf("the CLI's pid was not recorded")
 	}
-	var left []string
-	for _, d := range h.cgroupDirs {
-		m, _ := filepath.Glob(filepath.Join(d, "airlock-"+pid[0].Name()+"-*"))
-		for _, p := range m {
-			if !slices.Contains(left, p) {
-				left = append(left, p)
-			}
-		}
+	cli, err := strconv.Atoi(pid[0].Name())
+	if err != nil {
+		t.Fatalf("the CLI's pid file %q", pid[0].Name())
 	}
-	if len(left) > 0 {
+	if left := testutil.CgroupsOf([]int{cli}, h.cgroupDirs...); len(left) > 0 {
 		t.Errorf("cgroups left behind: %v", left)
 	}
 	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); !bytes.Equal(r.mounts, mounts) {
@@ -461,18 +456,7 @@ func (h *faultHarness) checkLeft(t *testing.T, r faultRun, reap bool) {
 // leftovers returns the pids of processes of a run: the payload (its
 // marker word) or any process of this binary (CLI, init) but this one.
 func (h *faultHarness) leftovers(word string) []int {
-	pids := testutil.HostProcsWith(word)
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if exe, err := os.Readlink("/proc/" + e.Name() + "/exe"); err == nil && strings.TrimSuffix(exe, " (deleted)") == h.bin {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return append(testutil.HostProcsWith(word), testutil.ProcsOf(h.bin)...)
 }
 
 // killIfOurs SIGKILLs pid if it is still a process of this binary (a CLI

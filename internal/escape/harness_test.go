@@ -308,7 +308,7 @@ func snapshot(t *testing.T) hostState {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return hostState{mountinfo: string(mi), tmp: tmpEntries(), fds: countFDs()}
+	return hostState{mountinfo: string(mi), tmp: tmpEntries(), fds: testutil.CountFDs(t)}
 }
 
 func tmpEntries() []string {
@@ -318,11 +318,6 @@ func tmpEntries() []string {
 		names = append(names, e.Name())
 	}
 	return names
-}
-
-func countFDs() int {
-	ents, _ := os.ReadDir("/proc/self/fd")
-	return len(ents)
 }
 
 // checkHost runs after every probe: nothing of the run is left on the
@@ -368,8 +363,8 @@ func (s *suite) checkHost(p *probe, before hostState) {
 	if now := tmpEntries(); !slices.Equal(now, before.tmp) {
 		t.Errorf("host check: temp dir entries changed: %v -> %v", before.tmp, now)
 	}
-	if !testutil.WaitFor(10*time.Second, func() bool { return countFDs() <= before.fds }) {
-		t.Errorf("host check: supervisor fds %d before, %d after", before.fds, countFDs())
+	if !testutil.WaitFor(10*time.Second, func() bool { return testutil.CountFDs(t) <= before.fds }) {
+		t.Errorf("host check: supervisor fds %d before, %d after", before.fds, testutil.CountFDs(t))
 	}
 	if h := sha256File(t, s.canaryFile); h != s.canaryHash {
 		t.Errorf("host check: canary file changed (sha256 %s -> %s)", s.canaryHash, h)
