@@ -115,7 +115,7 @@ vm_pass() {
     set +e
     (cd "$work" && "$here/scripts/vmrun.sh" "$here/scripts/vm-suite" "$out/$try" "${todo[*]}" \
         -test.v -test.count=1 -test.timeout="$test_timeout" -- "$@" env -i "${env[@]}") 2>&1 |
-      tee "$out/$try/guest.log" | sed 's/^/  /'
+      tee "$out/$try/guest.log" | sed -u 's/^/  /'
     rc=${PIPESTATUS[0]}
     set -e
     # Which binaries stalled (test timeout) or never finished (no rc)?
