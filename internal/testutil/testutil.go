@@ -151,19 +151,20 @@ func Sh(t testing.TB, script string, mod func(*policy.Policy)) string {
 // HostProcsWith returns the host pids whose command line contains every
 // one of words as whole arguments.
 func HostProcsWith(words ...string) []int {
+	return procsWhere(func(dir string) bool {
+		b, err := os.ReadFile(dir + "/cmdline")
+		return err == nil && containsAll(strings.Split(string(b), "\x00"), words)
+	})
+}
+
+// procsWhere returns the pids of the host's processes, other than this
+// one, whose /proc/PID directory match accepts.
+func procsWhere(match func(dir string) bool) []int {
 	ents, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if containsAll(args, words) {
+		if err == nil && pid != os.Getpid() && match("/proc/"+e.Name()) {
 			pids = append(pids, pid)
 		}
 	}
@@ -317,39 +318,24 @@ func CgroupsOf(supervisors []int, dirs ...string) []string {
 // ProcsOf returns the pids of processes, other than this one, running
 // the executable bin.
 func ProcsOf(bin string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if exe, err := os.Readlink("/proc/" + e.Name() + "/exe"); err == nil && strings.TrimSuffix(exe, " (deleted)") == bin {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return procsWhere(func(dir string) bool {
+		exe, err := os.Readlink(dir + "/exe")
+		return err == nil && strings.TrimSuffix(exe, " (deleted)") == bin
+	})
 }
 
 // Children returns the pids of this process's child processes.
 func Children() []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
+	self := strconv.Itoa(os.Getpid())
+	return procsWhere(func(dir string) bool {
+		b, err := os.ReadFile(dir + "/stat")
 		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
+			return false
 		}
 		// The comm field may hold spaces and parens: the ppid is the
 		// second field after its closing paren.
 		i := strings.LastIndexByte(string(b), ')')
-		if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+		f := strings.Fields(string(b[i+1:]))
+		return len(f) > 1 && f[1] == self
+	})
 }
