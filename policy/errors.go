@@ -109,3 +109,60 @@ func (e *SetupError) Is(target error) bool {
 	}
 	return false
 }
+
+// The classes of ErrorInfo, one per error class.
+const (
+	ClassInvalid     = "invalid"
+	ClassUnsupported = "unsupported"
+	ClassUnavailable = "unavailable"
+	ClassInternal    = "internal"
+)
+
+// ErrorInfo is an error in the form a caller can program against: the
+// "error" object of a result, of the CLI's --json output and of the
+// server APIs. Retryable is true only for ClassUnavailable: an invalid
+// request or a host that cannot enforce the policy fails the same way
+// again, and an internal fault has no reason to go away.
+type ErrorInfo struct {
+	Class     string `json:"class"`
+	Retryable bool   `json:"retryable"`
+	// Stage is the setup step that failed (SetupError), "" otherwise.
+	Stage string `json:"stage,omitempty"`
+	// Field is the request or policy field at fault (InvalidError), or
+	// the control the host cannot enforce (UnsupportedError).
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+	// Fix says what would make the request work, when that is known.
+	Fix string `json:"fix,omitempty"`
+}
+
+// Describe classifies err (nil for nil). The class follows errors.Is, so
+// a wrapped error keeps its class; Stage, Field and Fix come from the
+// outermost SetupError, InvalidError and UnsupportedError in the chain.
+func Describe(err error) *ErrorInfo {
+	if err == nil {
+		return nil
+	}
+	info := &ErrorInfo{Class: ClassInternal, Message: err.Error()}
+	switch {
+	case errors.Is(err, ErrInvalid):
+		info.Class = ClassInvalid
+	case errors.Is(err, ErrUnsupported):
+		info.Class = ClassUnsupported
+	case errors.Is(err, ErrUnavailable):
+		info.Class, info.Retryable = ClassUnavailable, true
+	}
+	var setup *SetupError
+	if errors.As(err, &setup) {
+		info.Stage = setup.Stage
+	}
+	var invalid *InvalidError
+	if errors.As(err, &invalid) {
+		info.Field = invalid.Field
+	}
+	var unsupported *UnsupportedError
+	if errors.As(err, &unsupported) {
+		info.Field, info.Fix = unsupported.Control, unsupported.Fix
+	}
+	return info
+}

@@ -34,3 +34,24 @@ func TestSetupErrorClassFollowsErrno(t *testing.T) {
 		}
 	}
 }
+
+func TestDescribe(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want ErrorInfo
+	}{
+		{Invalid("memory", "0 bytes"), ErrorInfo{Class: ClassInvalid, Field: "memory", Message: "invalid memory: 0 bytes"}},
+		{fmt.Errorf("run: %w", &UnsupportedError{Control: "cpus", Reason: "no cpu controller", Fix: "delegate cpu"}),
+			ErrorInfo{Class: ClassUnsupported, Field: "cpus", Fix: "delegate cpu", Message: "run: cpus: no cpu controller (fix: delegate cpu)"}},
+		{&SetupError{Stage: "clone", Err: syscall.EAGAIN}, ErrorInfo{Class: ClassUnavailable, Retryable: true, Stage: "clone", Message: "setup: clone: " + syscall.EAGAIN.Error()}},
+		{&SetupError{Stage: "pivot_root", Err: syscall.EPERM}, ErrorInfo{Class: ClassInternal, Stage: "pivot_root", Message: "setup: pivot_root: " + syscall.EPERM.Error()}},
+		{errors.New("boom"), ErrorInfo{Class: ClassInternal, Message: "boom"}},
+	} {
+		if got := Describe(tc.err); got == nil || *got != tc.want {
+			t.Errorf("Describe(%v) = %+v, want %+v", tc.err, got, tc.want)
+		}
+	}
+	if Describe(nil) != nil {
+		t.Error("Describe(nil) is not nil")
+	}
+}
