@@ -7,6 +7,7 @@ require (
 	github.com/moby/profiles/seccomp v0.2.3
 	github.com/opencontainers/runc v1.5.2
 	github.com/opencontainers/runtime-spec v1.3.0
+	github.com/prometheus/client_golang v1.25.0
 	github.com/seccomp/libseccomp-golang v0.12.0
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.49.0
@@ -14,6 +15,13 @@ require (
 )
 
 require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/moby/sys/userns v0.2.1 // indirect
-	go.yaml.in/yaml/v2 v2.4.2 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
+	go.yaml.in/yaml/v2 v2.4.4 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -42,6 +42,7 @@ commands:
   posture [run flags] [--json]       what a sandbox under these flags looks like from inside
   policy show|validate|compile [NAME|FILE]
                                      inspect a policy and its seccomp filter
+  serve [--listen ADDR] [flags]      the executor over HTTP: warm pool, sessions, Piston API
   help [COMMAND]                     this text, or a command's usage and flags
   version                            airlock's version, commit, Go, libseccomp, build token
   completion bash|zsh                a shell completion script
@@ -66,6 +67,8 @@ func cli(args []string) int {
 		return policyCmd(args[1:], os.Stdout, os.Stderr)
 	case "posture":
 		return postureCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+	case "serve":
+		return serveCmd(args[1:], os.Stderr)
 	case "help", "-h", "--help":
 		return helpCmd(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":

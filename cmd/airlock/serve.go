@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/server"
+	"golang.org/x/sys/unix"
+)
+
+const serveUsage = `usage: airlock serve [--listen unix:PATH|tcp:HOST:PORT]... [--token-file F] [serve flags] [run flags]
+
+Serves the executor over HTTP (API: api/openapi.yaml; docs/serve.md). The
+run flags set the served policy: each request's defaults and the ceiling of
+its limits (a request may tighten them, never loosen them).`
+
+type serveFlags struct {
+	listen                         listFlag
+	tokenFile, workDir, maxRequest string
+	maxConcurrent, maxQueue, pool  int
+	maxSessions                    int
+	sessionIdle, drain             time.Duration
+}
+
+// serveFlagSet is serve's flag set: the run flags (the served policy)
+// and the server's own.
+func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *runFlags, *serveFlags) {
+	fs, f := runFlagSet("serve", serveUsage, stderr)
+	var sf serveFlags
+	fs.Var(&sf.listen, "listen", "`unix:PATH` or `tcp:HOST:PORT` (repeatable; default unix:$XDG_RUNTIME_DIR/airlock.sock, or unix:/run/airlock.sock as root)")
+	fs.StringVar(&sf.tokenFile, "token-file", "", "`file` holding the bearer token TCP requests must send (required off loopback)")
+	fs.IntVar(&sf.maxConcurrent, "max-concurrent", 0, "sandboxes running at once (default the number of CPUs)")
+	fs.IntVar(&sf.maxQueue, "max-queue", 0, "requests waiting for a slot before 429 (default 4 x --max-concurrent)")
+	fs.StringVar(&sf.maxRequest, "max-request", "16MiB", "largest request body")
+	fs.IntVar(&sf.maxSessions, "max-sessions", 64, "open sessions at most")
+	fs.DurationVar(&sf.sessionIdle, "session-idle", 10*time.Minute, "a session's idle timeout (and the most a session may ask for)")
+	fs.IntVar(&sf.pool, "pool", -1, "warm pool size (default --max-concurrent; 0 = none)")
+	fs.DurationVar(&sf.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running requests may finish before they are killed")
+	fs.StringVar(&sf.workDir, "work-dir", "", "`dir` for workspaces, locked by this server; leftovers of a killed server are removed at start (default $TMPDIR/airlock-serve-UID)")
+	return fs, f, &sf
+}
+
+// serveCmd implements `airlock serve`: listeners, the executor with its
+// warm pool, the server; SIGTERM or SIGINT drains and exits 0.
+func serveCmd(args []string, stderr io.Writer) int {
+	fs, f, sf := serveFlagSet(stderr)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	fail := func(err error) int { fmt.Fprintf(stderr, "airlock serve: %v\n", err); return exitSetup }
+	p, err := f.policy()
+	if err != nil {
+		return fail(err)
+	}
+	// A daemon serving many runs at once uses every CPU (process() set one
+	// for a single run).
+	runtime.GOMAXPROCS(runtime.NumCPU())
+	if sf.maxConcurrent <= 0 {
+		sf.maxConcurrent = runtime.NumCPU()
+	}
+	if sf.pool < 0 {
+		sf.pool = sf.maxConcurrent
+	}
+	maxReq, err := policy.ParseSize(sf.maxRequest)
+	if err != nil || maxReq <= 0 {
+		return fail(policy.Invalid("--max-request", "%q: want a positive size like 16MiB", sf.maxRequest))
+	}
+	token, err := readToken(sf.tokenFile)
+	if err != nil {
+		return fail(err)
+	}
+	if len(sf.listen) == 0 {
+		def, err := defaultSocket()
+		if err != nil {
+			return fail(err)
+		}
+		sf.listen = listFlag{"unix:" + def}
+	}
+	work, unlock, err := lockWorkDir(sf.workDir)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+	// Listeners before the executor: a bad address fails before any
+	// sandbox is prepared.
+	var lns []listener
+	defer func() {
+		for _, l := range lns {
+			l.ln.Close()
+		}
+	}()
+	for _, addr := range sf.listen {
+		l, err := listen(addr, token)
+		if err != nil {
+			return fail(err)
+		}
+		lns = append(lns, l)
+	}
+	cfg := cliConfig(cacheDir())
+	cfg.Logger, cfg.WorkDir = log, work
+	p.Workspace = ""
+	cfg.Pool = executor.PoolConfig{Size: sf.pool, Policy: p, Refill: min(sf.pool, 2)}
+	ex, err := executor.New(cfg)
+	var inv *policy.InvalidError
+	if errors.As(err, &inv) && inv.Field == "pool" {
+		// The process backend has no jail to prepare: no pool.
+		log.Warn("no warm pool", "reason", inv.Reason)
+		cfg.Pool = executor.PoolConfig{}
+		ex, err = executor.New(cfg)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	defer ex.Close()
+	warnWeakened(p, stderr)
+	srv, err := server.New(server.Config{Executor: ex, Policy: p, MaxConcurrent: sf.maxConcurrent, MaxQueue: sf.maxQueue,
+		MaxRequest: int64(maxReq), MaxSessions: sf.maxSessions, SessionIdle: sf.sessionIdle, Logger: log})
+	if err != nil {
+		return fail(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var https []*http.Server
+	errc := make(chan error, len(lns))
+	for _, l := range lns {
+		h := srv.Handler()
+		if l.tcp && token != "" {
+			if h, err = server.RequireToken(token, h); err != nil {
+				return fail(err)
+			}
+		}
+		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+		https = append(https, hs)
+		go func(ln net.Listener) { errc <- hs.Serve(ln) }(l.ln)
+		log.Info("listening", "address", l.name, "pool", sf.pool, "max_concurrent", sf.maxConcurrent)
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		log.Error("serving", "error", err)
+	}
+	stop() // a second signal kills at once
+	log.Info("draining", "timeout", sf.drain)
+	dctx, cancel := context.WithTimeout(context.Background(), sf.drain)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, hs := range https {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sctx, c := context.WithTimeout(context.Background(), sf.drain+10*time.Second)
+			defer c()
+			hs.Shutdown(sctx)
+		}()
+	}
+	if err := srv.Drain(dctx); err != nil {
+		log.Warn("drain deadline passed: running requests were killed")
+	}
+	wg.Wait()
+	if err := ex.Close(); err != nil {
+		log.Warn("closing the executor", "error", err)
+	}
+	log.Info("stopped")
+	return 0
+}
+
+type listener struct {
+	ln   net.Listener
+	name string
+	tcp  bool
+}
+
+// listen opens unix:PATH (mode 0600; a stale socket is replaced, a live
+// one refused) or tcp:HOST:PORT (refused off loopback without a token).
+func listen(addr, token string) (listener, error) {
+	kind, rest, ok := strings.Cut(addr, ":")
+	switch {
+	case ok && kind == "unix" && rest != "":
+		if c, err := net.Dial("unix", rest); err == nil {
+			c.Close()
+			return listener{}, policy.Invalid("--listen", "%s: another server is listening there", rest)
+		} else if errors.Is(err, syscall.ECONNREFUSED) {
+			os.Remove(rest) // a dead server's socket
+		}
+		old := unix.Umask(0o177)
+		ln, err := net.Listen("unix", rest)
+		unix.Umask(old)
+		if err != nil {
+			return listener{}, policy.Invalid("--listen", "%v", err)
+		}
+		if err := os.Chmod(rest, 0o600); err != nil {
+			ln.Close()
+			return listener{}, policy.Invalid("--listen", "%v", err)
+		}
+		return listener{ln: ln, name: addr}, nil
+	case ok && kind == "tcp" && rest != "":
+		host, _, err := net.SplitHostPort(rest)
+		if err != nil {
+			return listener{}, policy.Invalid("--listen", "%q: %v", addr, err)
+		}
+		ip := net.ParseIP(host)
+		loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+		if !loopback && token == "" {
+			return listener{}, &policy.InvalidError{Field: "--token-file", Reason: fmt.Sprintf("required to listen on %s, which is not a loopback address: anyone who reaches it could run code", rest)}
+		}
+		ln, err := net.Listen("tcp", rest)
+		if err != nil {
+			return listener{}, policy.Invalid("--listen", "%v", err)
+		}
+		return listener{ln: ln, name: "tcp:" + ln.Addr().String(), tcp: true}, nil
+	}
+	return listener{}, policy.Invalid("--listen", "%q: want unix:PATH or tcp:HOST:PORT", addr)
+}
+
+// defaultSocket is /run/airlock.sock as root, else
+// $XDG_RUNTIME_DIR/airlock.sock.
+func defaultSocket() (string, error) {
+	if os.Getuid() == 0 {
+		return "/run/airlock.sock", nil
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "airlock.sock"), nil
+	}
+	return "", policy.Invalid("--listen", "XDG_RUNTIME_DIR is not set; give --listen unix:PATH")
+}
+
+// readToken reads the bearer token ("" without a file). The file must
+// not be readable by others.
+func readToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", policy.Invalid("--token-file", "%v", err)
+	}
+	if fi.Mode().Perm()&0o004 != 0 {
+		return "", policy.Invalid("--token-file", "%s is readable by every user (mode %v); chmod o-r it", path, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", policy.Invalid("--token-file", "%v", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < 16 {
+		return "", policy.Invalid("--token-file", "the token is %d characters; use at least 16 (e.g. head -c 32 /dev/urandom | base64)", len(tok))
+	}
+	return tok, nil
+}
+
+// lockWorkDir makes (mode 0711: the sandbox's host uid must reach the
+// workspaces inside) and locks the server's work directory, then removes
+// what a killed server left in it. Another live server's lock is refused.
+func lockWorkDir(dir string) (string, func(), error) {
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "airlock-serve-"+strconv.Itoa(os.Getuid()))
+	}
+	if err := os.Mkdir(dir, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", nil, policy.Invalid("--work-dir", "%v", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", nil, policy.Invalid("--work-dir", "%v", err)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || st == nil || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o022 != 0 {
+		return "", nil, policy.Invalid("--work-dir", "%s must be a directory owned by uid %d and writable by it alone", dir, os.Getuid())
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return "", nil, policy.Invalid("--work-dir", "%v", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return "", nil, policy.Invalid("--work-dir", "%v", err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		lock.Close()
+		return "", nil, policy.Invalid("--work-dir", "%s is in use by another airlock serve (%v); give each its own --work-dir", dir, err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Name() != ".lock" {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+	return dir, func() { lock.Close() }, nil
+}

@@ -1,0 +1,301 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Executor runs the requests. Required. The caller closes it after
+	// Drain.
+	Executor *executor.Executor
+	// Policy is the served policy: the defaults of every request and the
+	// ceiling of its limits. New validates it; the zero value is the
+	// default policy.
+	Policy policy.Policy
+	// MaxConcurrent bounds the sandboxes running at once. 0 = the number
+	// of CPUs.
+	MaxConcurrent int
+	// MaxQueue is how many more requests may wait for a slot; past it a
+	// request is refused with 429. 0 = 4 * MaxConcurrent; negative = none
+	// wait.
+	MaxQueue int
+	// MaxRequest caps a request body in bytes. 0 = 16 MiB.
+	MaxRequest int64
+	// MaxSessions caps the open sessions. 0 = 64.
+	MaxSessions int
+	// SessionIdle is the longest idle timeout a session may ask for, and
+	// its default. 0 = 10 minutes.
+	SessionIdle time.Duration
+	// Logger receives lifecycle events, never payload data. nil = discard.
+	Logger *slog.Logger
+}
+
+// Server serves an Executor over HTTP. Its Handler is safe for
+// concurrent use.
+type Server struct {
+	cfg Config
+	ex  *executor.Executor
+	pol policy.Policy // validated: defaults filled in
+	log *slog.Logger
+	mux *http.ServeMux
+	m   *metrics
+
+	slots   chan struct{} // one per running sandbox
+	pending atomic.Int64  // running + queued
+
+	mu       sync.Mutex // orders runs.Add before Drain's runs.Wait
+	draining bool
+	runs     sync.WaitGroup
+	kill     context.Context // cancelled when Drain's deadline passes
+	killAll  context.CancelFunc
+
+	smu      sync.Mutex
+	sessions map[string]*session
+
+	langs func() []langInfo
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Executor == nil {
+		return nil, policy.Invalid("executor", "a Server needs an Executor")
+	}
+	if err := cfg.Policy.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Policy.Workspace != "" {
+		return nil, policy.Invalid("workspace", "the server makes a workspace per run; leave policy.workspace empty")
+	}
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = runtime.NumCPU()
+	}
+	switch {
+	case cfg.MaxQueue == 0:
+		cfg.MaxQueue = 4 * cfg.MaxConcurrent
+	case cfg.MaxQueue < 0:
+		cfg.MaxQueue = 0
+	}
+	if cfg.MaxRequest <= 0 {
+		cfg.MaxRequest = 16 << 20
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 64
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = 10 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, ex: cfg.Executor, pol: cfg.Policy, log: cfg.Logger,
+		slots: make(chan struct{}, cfg.MaxConcurrent), sessions: map[string]*session{}}
+	s.kill, s.killAll = context.WithCancel(context.Background())
+	s.langs = sync.OnceValue(s.detectVersions)
+	s.m = newMetrics(s)
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("POST /v1/run", s.handleRun)
+	m.HandleFunc("POST /v1/exec", s.handleExec)
+	m.HandleFunc("POST /v1/sessions", s.handleSessionCreate)
+	m.HandleFunc("GET /v1/sessions", s.handleSessionList)
+	m.HandleFunc("GET /v1/sessions/{id}", s.handleSessionGet)
+	m.HandleFunc("DELETE /v1/sessions/{id}", s.handleSessionDelete)
+	m.HandleFunc("POST /v1/sessions/{id}/run", s.handleSessionRun)
+	m.HandleFunc("POST /v1/sessions/{id}/exec", s.handleSessionExec)
+	m.HandleFunc("GET /v1/sessions/{id}/files", s.handleSessionFiles)
+	m.HandleFunc("GET /v1/sessions/{id}/files/{path...}", s.handleSessionDownload)
+	m.HandleFunc("PUT /v1/sessions/{id}/files/{path...}", s.handleSessionUpload)
+	m.HandleFunc("GET /v1/capabilities", s.handleCapabilities)
+	m.HandleFunc("GET /healthz", s.handleHealth)
+	m.Handle("GET /metrics", s.m.handler())
+	m.HandleFunc("GET /api/v2/runtimes", s.handlePistonRuntimes)
+	m.HandleFunc("POST /api/v2/execute", s.handlePistonExecute)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, http.StatusNotFound, policy.Invalid("path", "%s %s is not a route of this API (see /v1/capabilities, api/openapi.yaml)", r.Method, r.URL.Path), nil)
+	})
+	s.mux = m
+}
+
+// Handler returns the HTTP handler of every route.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Drain stops the server taking new runs (they get 503 with Retry-After)
+// and waits for the running ones; when ctx ends first, it kills them and
+// waits for their results. Then it closes every session. It returns
+// ctx's error when it had to kill.
+func (s *Server) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.runs.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		s.killAll()
+		<-done
+	}
+	s.closeSessions()
+	return err
+}
+
+// Draining reports whether Drain was called.
+func (s *Server) Draining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
+}
+
+// errBusy and errDraining are the refusals of admit.
+var (
+	errDraining = fmt.Errorf("server: draining for shutdown, taking no new runs: %w", policy.ErrUnavailable)
+)
+
+// admit takes a run slot for a request, waiting in the queue while one
+// is free; the returned release gives it back. The status is the HTTP
+// status of a refusal.
+func (s *Server) admit(ctx context.Context) (release func(), status int, err error) {
+	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		s.m.rejections.WithLabelValues("draining").Inc()
+		return nil, http.StatusServiceUnavailable, errDraining
+	}
+	s.runs.Add(1)
+	s.mu.Unlock()
+	limit := int64(s.cfg.MaxConcurrent + s.cfg.MaxQueue)
+	if n := s.pending.Add(1); n > limit {
+		s.pending.Add(-1)
+		s.runs.Done()
+		s.m.rejections.WithLabelValues("busy").Inc()
+		return nil, http.StatusTooManyRequests, fmt.Errorf("server: busy, %d runs and %d queued (--max-concurrent %d, queue %d): %w",
+			s.cfg.MaxConcurrent, s.cfg.MaxQueue, s.cfg.MaxConcurrent, s.cfg.MaxQueue, policy.ErrUnavailable)
+	}
+	s.m.queued.Inc()
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		s.m.queued.Dec()
+		s.pending.Add(-1)
+		s.runs.Done()
+		return nil, 499, ctx.Err()
+	case <-s.kill.Done():
+		s.m.queued.Dec()
+		s.pending.Add(-1)
+		s.runs.Done()
+		return nil, http.StatusServiceUnavailable, errDraining
+	}
+	s.m.queued.Dec()
+	s.m.running.Inc()
+	return func() {
+		s.m.running.Dec()
+		<-s.slots
+		s.pending.Add(-1)
+		s.runs.Done()
+	}, 0, nil
+}
+
+// runContext is a run's context: cancelled when its client goes away or
+// when Drain's deadline passes.
+func (s *Server) runContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(s.kill, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// errorBody is every error response.
+type errorBody struct {
+	Error  *policy.ErrorInfo `json:"error"`
+	Result *executor.Result  `json:"result,omitempty"`
+}
+
+// statusOf is the HTTP status of an error class.
+func statusOf(info *policy.ErrorInfo) int {
+	switch info.Class {
+	case policy.ClassInvalid:
+		return http.StatusBadRequest
+	case policy.ClassUnsupported:
+		return http.StatusUnprocessableEntity
+	case policy.ClassUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// fail writes err as an error response: status, or its class's when 0;
+// res is the library's result when it returned one with the error.
+func (s *Server) fail(w http.ResponseWriter, status int, err error, res *executor.Result) {
+	info := policy.Describe(err)
+	if status == 0 {
+		status = statusOf(info)
+	}
+	if info.Retryable {
+		w.Header().Set("Retry-After", "1")
+	}
+	s.m.errors.WithLabelValues(info.Class).Inc()
+	writeJSON(w, status, errorBody{Error: info, Result: res})
+}
+
+// writeJSON writes v as the response, not HTML-escaped.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// RequireToken wraps h: every request but GET /healthz must carry
+// "Authorization: Bearer TOKEN"; others get 401 and run nothing.
+func RequireToken(token string, h http.Handler) (http.Handler, error) {
+	if strings.TrimSpace(token) == "" {
+		return nil, policy.Invalid("token", "empty")
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" && r.Method == http.MethodGet {
+			h.ServeHTTP(w, r)
+			return
+		}
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
+			msg := "missing bearer token"
+			if len(got) > 0 {
+				msg = "wrong bearer token"
+			}
+			info := policy.Describe(policy.Invalid("authorization", "%s", msg))
+			info.Fix = "send Authorization: Bearer <the token of airlock serve --token-file>"
+			writeJSON(w, http.StatusUnauthorized, errorBody{Error: info})
+			return
+		}
+		h.ServeHTTP(w, r)
+	}), nil
+}
+
+// isBodyTooLarge reports whether err comes from a body past MaxRequest.
+func isBodyTooLarge(err error) bool {
+	var mb *http.MaxBytesError
+	return errors.As(err, &mb)
+}

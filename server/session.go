@@ -1,0 +1,282 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// session is an open session and what its listing shows.
+type session struct {
+	s    *executor.Session
+	info SessionInfo
+}
+
+// SessionInfo describes a session.
+type SessionInfo struct {
+	ID          string          `json:"id"`
+	Created     time.Time       `json:"created"`
+	IdleTimeout policy.Duration `json:"idle_timeout"`
+	Policy      policy.Policy   `json:"policy"`
+}
+
+// SessionRequest is the body of POST /v1/sessions (it may be empty).
+type SessionRequest struct {
+	Env         map[string]string `json:"env,omitempty"`
+	Policy      *Overrides        `json:"policy,omitempty"`
+	IdleTimeout *policy.Duration  `json:"idle_timeout,omitempty"`
+}
+
+// prune forgets sessions that ended (idle timeout). smu held.
+func (s *Server) prune() {
+	for id, se := range s.sessions {
+		if se.s.Closed() {
+			delete(s.sessions, id)
+		}
+	}
+}
+
+func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
+	var b SessionRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequest))
+	if err != nil {
+		s.failDecode(w, policy.Invalid("body", "larger than the server's --max-request of %d bytes", s.cfg.MaxRequest))
+		return
+	}
+	if len(body) > 0 {
+		if err := decodeJSON(body, &b); err != nil {
+			s.failDecode(w, err)
+			return
+		}
+	}
+	p, err := s.requestPolicy(b.Policy, b.Env)
+	if err != nil {
+		s.fail(w, 0, err, nil)
+		return
+	}
+	idle := s.cfg.SessionIdle
+	if b.IdleTimeout != nil {
+		switch t := time.Duration(*b.IdleTimeout); {
+		case t <= 0:
+			s.fail(w, 0, policy.Invalid("idle_timeout", "must be positive"), nil)
+			return
+		case t > idle:
+			s.fail(w, 0, policy.Invalid("idle_timeout", "%v is above the server's maximum %v", t, idle), nil)
+			return
+		default:
+			idle = t
+		}
+	}
+	if s.Draining() {
+		s.fail(w, http.StatusServiceUnavailable, errDraining, nil)
+		return
+	}
+	s.smu.Lock()
+	s.prune()
+	if len(s.sessions) >= s.cfg.MaxSessions {
+		s.smu.Unlock()
+		s.m.rejections.WithLabelValues("sessions").Inc()
+		s.fail(w, http.StatusTooManyRequests, errSessionsFull(s.cfg.MaxSessions), nil)
+		return
+	}
+	sess, err := s.ex.NewSession(executor.SessionConfig{Policy: p, IdleTimeout: idle})
+	if err != nil {
+		s.smu.Unlock()
+		s.fail(w, 0, err, nil)
+		return
+	}
+	var id [16]byte
+	rand.Read(id[:])
+	se := &session{s: sess, info: SessionInfo{ID: hex.EncodeToString(id[:]), Created: time.Now().UTC(), IdleTimeout: policy.Duration(idle), Policy: p}}
+	s.sessions[se.info.ID] = se
+	s.smu.Unlock()
+	w.Header().Set("Location", "/v1/sessions/"+se.info.ID)
+	writeJSON(w, http.StatusCreated, se.info)
+}
+
+type sessionsFull int
+
+func (n sessionsFull) Error() string {
+	return "server: " + strconv.Itoa(int(n)) + " sessions open, the server's --max-sessions; close one or retry later"
+}
+func (sessionsFull) Is(target error) bool { return target == policy.ErrUnavailable }
+
+func errSessionsFull(n int) error { return sessionsFull(n) }
+
+// lookup returns the open session of the request's {id}, or answers 404.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *session {
+	id := r.PathValue("id")
+	s.smu.Lock()
+	se := s.sessions[id]
+	if se != nil && se.s.Closed() {
+		delete(s.sessions, id)
+		se = nil
+	}
+	s.smu.Unlock()
+	if se == nil {
+		s.fail(w, http.StatusNotFound, policy.Invalid("session", "no open session %q (closed, timed out idle, or never made)", id), nil)
+	}
+	return se
+}
+
+func (s *Server) handleSessionList(w http.ResponseWriter, r *http.Request) {
+	s.smu.Lock()
+	s.prune()
+	out := []SessionInfo{}
+	for _, se := range s.sessions {
+		out = append(out, se.info)
+	}
+	s.smu.Unlock()
+	slices.SortFunc(out, func(a, b SessionInfo) int { return a.Created.Compare(b.Created) })
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleSessionGet(w http.ResponseWriter, r *http.Request) {
+	if se := s.lookup(w, r); se != nil {
+		writeJSON(w, http.StatusOK, se.info)
+	}
+}
+
+func (s *Server) handleSessionDelete(w http.ResponseWriter, r *http.Request) {
+	se := s.lookup(w, r)
+	if se == nil {
+		return
+	}
+	s.smu.Lock()
+	delete(s.sessions, se.info.ID)
+	s.smu.Unlock()
+	if err := se.s.Close(); err != nil {
+		s.fail(w, 0, &policy.SetupError{Stage: "workspace", Err: err}, nil)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleSessionRun(w http.ResponseWriter, r *http.Request) {
+	se := s.lookup(w, r)
+	if se == nil {
+		return
+	}
+	var b RunRequest
+	if err := s.decode(w, r, &b); err != nil {
+		s.failDecode(w, err)
+		return
+	}
+	req, err := s.runToRequest(&b, true)
+	if err != nil {
+		s.fail(w, 0, err, nil)
+		return
+	}
+	s.serveRun(w, r, "session", req, se.s)
+}
+
+func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
+	se := s.lookup(w, r)
+	if se == nil {
+		return
+	}
+	var b ExecRequest
+	if err := s.decode(w, r, &b); err != nil {
+		s.failDecode(w, err)
+		return
+	}
+	req, err := s.execToRequest(&b, true)
+	if err != nil {
+		s.fail(w, 0, err, nil)
+		return
+	}
+	s.serveRun(w, r, "session", req, se.s)
+}
+
+// FileEntry is one entry of a session's file listing.
+type FileEntry struct {
+	Path    string `json:"path"`
+	Size    int64  `json:"size"`
+	Skipped string `json:"skipped,omitempty"`
+}
+
+func (s *Server) handleSessionFiles(w http.ResponseWriter, r *http.Request) {
+	se := s.lookup(w, r)
+	if se == nil {
+		return
+	}
+	files, err := se.s.Files(executor.FileLimits{MaxFiles: 1000, MaxFileBytes: 1, MaxTotal: 1})
+	if err != nil {
+		s.fail(w, 0, err, nil)
+		return
+	}
+	out := []FileEntry{}
+	for _, f := range files {
+		out = append(out, FileEntry{Path: f.Path, Size: f.Size, Skipped: f.Skipped})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleSessionDownload(w http.ResponseWriter, r *http.Request) {
+	se := s.lookup(w, r)
+	if se == nil {
+		return
+	}
+	name := r.PathValue("path")
+	data, size, err := se.s.ReadFile(name, s.cfg.MaxRequest+1)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		s.fail(w, http.StatusNotFound, policy.Invalid("path", "%s: no such file in the session's workspace", name), nil)
+		return
+	case err != nil:
+		s.fail(w, 0, err, nil)
+		return
+	case size > s.cfg.MaxRequest || int64(len(data)) > s.cfg.MaxRequest:
+		s.fail(w, http.StatusRequestEntityTooLarge, policy.Invalid("path", "%s is %d bytes, more than the server's --max-request of %d", name, size, s.cfg.MaxRequest), nil)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(data)
+}
+
+func (s *Server) handleSessionUpload(w http.ResponseWriter, r *http.Request) {
+	se := s.lookup(w, r)
+	if se == nil {
+		return
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequest))
+	if err != nil {
+		s.failDecode(w, policy.Invalid("body", "larger than the server's --max-request of %d bytes", s.cfg.MaxRequest))
+		return
+	}
+	if err := se.s.WriteFile(r.PathValue("path"), data); err != nil {
+		s.fail(w, 0, err, nil)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// closeSessions closes every session (Drain).
+func (s *Server) closeSessions() {
+	s.smu.Lock()
+	open := s.sessions
+	s.sessions = map[string]*session{}
+	s.smu.Unlock()
+	for _, se := range open {
+		se.s.Close()
+	}
+}
+
+// sessionCount is the number of open sessions (metrics).
+func (s *Server) sessionCount() int {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	s.prune()
+	return len(s.sessions)
+}
