@@ -11,6 +11,7 @@ import (
 	"maps"
 	"reflect"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -359,8 +360,8 @@ func (s *Server) execToRequest(b *ExecRequest, session bool) (executor.Request, 
 		req.Files = map[string][]byte{}
 		for i, f := range b.Files {
 			field := fmt.Sprintf("files[%d]", i)
-			if f.Name == "" {
-				return req, policy.Invalid(field+".name", "required")
+			if n := f.Name; n == "" || path.IsAbs(n) || path.Clean(n) != n || n == "." || n == ".." || strings.HasPrefix(n, "../") || strings.ContainsRune(n, 0) {
+				return req, policy.Invalid("file name", "%s.name %q must be a clean path relative to /workspace", field, n)
 			}
 			if _, dup := req.Files[f.Name]; dup {
 				return req, policy.Invalid(field+".name", "%q given twice", f.Name)

@@ -88,7 +88,7 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, kind string, r
 		if sess != nil || limit <= 0 {
 			limit = int64(s.pol.MaxOutput)
 		}
-		st = &stream{w: w, rc: http.NewResponseController(w), limit: limit, cancel: cancel}
+		st = &stream{w: w, rc: http.NewResponseController(w), limit: limit, cancel: cancel, start: time.Now(), lang: req.Language}
 		req.Stdout, req.Stderr = st.writer(0), st.writer(1)
 	}
 	start := time.Now()
@@ -120,6 +120,8 @@ type stream struct {
 	rc     *http.ResponseController
 	limit  int64
 	cancel context.CancelFunc
+	start  time.Time
+	lang   string
 
 	mu        sync.Mutex
 	started   bool
@@ -207,9 +209,14 @@ func (st *stream) finish(res *executor.Result, err error, s *Server) {
 			st.chunk(i, nil, true)
 		}
 	}
-	if res != nil && (st.truncated[0] || st.truncated[1]) {
+	if st.truncated[0] || st.truncated[1] {
 		// The server's cap killed it (the library caps only what it
-		// captures): say so as the library would.
+		// captures, and reports a run it was told to cancel as such):
+		// say so as the library does for a captured stream.
+		if res == nil {
+			res = &executor.Result{Language: st.lang}
+			res.WallTimeMS = time.Since(st.start).Milliseconds()
+		}
 		res.Status, res.Signal, res.ExitCode = nsjail.StatusOutputLimit, "SIGKILL", 137
 		res.StdoutTruncated, res.StderrTruncated = st.truncated[0], st.truncated[1]
 		err = nil
