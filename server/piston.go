@@ -323,6 +323,7 @@ func (s *Server) handlePistonExecute(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	start := time.Now()
 	res, err := s.ex.Execute(ctx, req)
+	err = s.killedByDrain(err)
 	s.m.observe("piston", res, err, time.Since(start))
 	if err != nil {
 		s.pistonFail(w, 0, err)

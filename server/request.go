@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"reflect"
 	"net/http"
 	"path"
+	"reflect"
 	"strings"
 	"time"
 

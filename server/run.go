@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -98,6 +99,7 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, kind string, r
 	} else {
 		res, err = s.ex.Execute(ctx, req)
 	}
+	err = s.killedByDrain(err)
 	s.m.observe(kind, res, err, time.Since(start))
 	if st != nil {
 		st.finish(res, err, s)
@@ -236,4 +238,13 @@ func (st *stream) finish(res *executor.Result, err error, s *Server) {
 		return
 	}
 	st.line(map[string]any{"result": res})
+}
+
+// killedByDrain turns the cancellation of a run Drain killed into a
+// retryable error: the request was fine, the server went away.
+func (s *Server) killedByDrain(err error) error {
+	if err != nil && s.kill.Err() != nil && errors.Is(err, context.Canceled) {
+		return fmt.Errorf("server: shutting down, the run was killed at the drain deadline (%v): %w", err, policy.ErrUnavailable)
+	}
+	return err
 }
