@@ -74,6 +74,9 @@ func serveCmd(args []string, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	if p.Workspace != "" {
+		return fail(policy.Invalid("--workspace", "the server makes a workspace for each run and session; leave it out"))
+	}
 	// A daemon serving many runs at once uses every CPU (process() set one
 	// for a single run).
 	runtime.GOMAXPROCS(runtime.NumCPU())
@@ -120,7 +123,6 @@ func serveCmd(args []string, stderr io.Writer) int {
 	}
 	cfg := cliConfig(cacheDir())
 	cfg.Logger, cfg.WorkDir = log, work
-	p.Workspace = ""
 	cfg.Pool = executor.PoolConfig{Size: sf.pool, Policy: p, Refill: min(sf.pool, 2)}
 	ex, err := executor.New(cfg)
 	var inv *policy.InvalidError

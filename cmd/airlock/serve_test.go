@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	client "github.com/airlock-sandbox/airlock/clients/go"
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+)
+
+// served is an `airlock serve` process (this test binary as the CLI).
+type served struct {
+	cmd    *exec.Cmd
+	sock   string
+	work   string
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+// serve starts `airlock serve` on DIR/s.sock with DIR/work and waits
+// until it answers.
+func serve(t *testing.T, dir string, args ...string) *served {
+	t.Helper()
+	testutil.RequireUserNS(t)
+	s := &served{sock: filepath.Join(dir, "s.sock"), work: filepath.Join(dir, "work"), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	s.cmd = exec.Command(os.Args[0], append([]string{"serve", "--listen", "unix:" + s.sock, "--work-dir", s.work, "--max-concurrent", "2"}, args...)...)
+	s.cmd.Env = []string{"AIRLOCK_TEST_AS_CLI=1", "PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "TMPDIR=" + dir}
+	s.cmd.Stderr = s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.done <- s.cmd.Wait() }()
+	t.Cleanup(func() {
+		s.cmd.Process.Kill()
+		<-s.done
+	})
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", s.sock)
+	}}}
+	defer hc.CloseIdleConnections()
+	if !testutil.WaitFor(20*time.Second, func() bool {
+		resp, err := hc.Get("http://airlock/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	}) {
+		t.Fatalf("airlock serve did not start: %s", s.stderr)
+	}
+	return s
+}
+
+// serveDir is a directory the sandbox's host uid can reach (the work
+// directory's workspaces are bound in).
+func serveDir(t *testing.T) string {
+	t.Helper()
+	dir := testutil.WorldReadableDir(t)
+	// A unix socket path has at most 107 bytes.
+	if len(dir) > 80 {
+		d, err := os.MkdirTemp("", "serve")
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(d, 0o755)
+		t.Cleanup(func() { os.RemoveAll(d) })
+		dir = d
+	}
+	return dir
+}
+
+// SIGTERM drains: the run in flight finishes, the server exits 0, and
+// nothing is left: no sandbox, cgroup, workspace or socket.
+func TestServeSIGTERMDrains(t *testing.T) {
+	dir := serveDir(t)
+	s := serve(t, dir)
+	fi, err := os.Stat(s.sock)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode: %v %v", fi.Mode(), err)
+	}
+	c, err := client.New("unix:"+s.sock, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.Execute(t.Context(), executor.Request{Args: []string{"echo", "served"}})
+	if err != nil || res.Stdout != "served\n" {
+		t.Fatalf("%v %+v", err, res)
+	}
+	got := make(chan *executor.Result, 1)
+	go func() {
+		r, err := c.Execute(context.Background(), executor.Request{Args: []string{"sh", "-c", "sleep 1; echo finished"}})
+		if err != nil {
+			t.Errorf("the run in flight at SIGTERM: %v", err)
+		}
+		got <- r
+	}()
+	time.Sleep(300 * time.Millisecond)
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, s.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no exit after SIGTERM\n%s", s.stderr)
+	}
+	if r := <-got; r == nil || r.Stdout != "finished\n" {
+		t.Fatalf("drained run: %+v", r)
+	}
+	s.done <- nil // for the cleanup
+	if _, err := os.Stat(s.sock); err == nil {
+		t.Error("socket left behind")
+	}
+	if left, _ := os.ReadDir(s.work); len(left) != 1 || left[0].Name() != ".lock" {
+		t.Errorf("work dir: %v", left)
+	}
+	if left := testutil.CgroupsOf([]int{s.cmd.Process.Pid}); len(left) > 0 {
+		t.Errorf("cgroups left: %v", left)
+	}
+}
+
+// SIGKILL of the server kills its sandboxes with it; the next start
+// removes its cgroups and workspaces.
+func TestServeSIGKILLLeavesNothingRunning(t *testing.T) {
+	dir := serveDir(t)
+	s := serve(t, dir)
+	marker := "4242.25"
+	req, _ := http.NewRequest("POST", "http://airlock/v1/run", strings.NewReader(`{"argv":["sh","-c","echo up; exec sleep `+marker+`"]}`))
+	req.Header.Set("Accept", "application/x-ndjson")
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", s.sock)
+	}}}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "up") {
+		t.Fatalf("%q %v", line, err)
+	}
+	if !testutil.WaitFor(5*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", marker)) == 1 }) {
+		t.Fatal("the sandboxed sleep is not running")
+	}
+	pid := s.cmd.Process.Pid
+	s.cmd.Process.Kill()
+	<-s.done
+	s.done <- nil
+	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", marker)) == 0 }) {
+		t.Fatalf("sandbox outlived the killed server: %v", testutil.HostProcsWith("sleep", marker))
+	}
+	// What the killed server left: its workspaces, and as root its
+	// cgroups (the running one and the warm pool's).
+	stale, _ := filepath.Glob(filepath.Join(s.work, "airlock-ws-*"))
+	if len(stale) == 0 {
+		t.Fatal("the killed server left no workspace: nothing to prove")
+	}
+	if os.Getuid() == 0 && len(testutil.CgroupsOf([]int{pid})) == 0 {
+		t.Fatal("the killed server left no cgroup: nothing to prove")
+	}
+	// The next server on the same work dir removes all of it.
+	serve(t, dir)
+	if left := testutil.CgroupsOf([]int{pid}); len(left) > 0 {
+		t.Errorf("stale cgroups of the killed server: %v", left)
+	}
+	for _, ws := range stale {
+		if testutil.Exists(ws) {
+			t.Errorf("stale workspace %s", ws)
+		}
+	}
+}
+
+// The refusals at start: off loopback without a token, a token file
+// others can read, a work dir in use.
+func TestServeRefusesUnsafeStart(t *testing.T) {
+	testutil.RequireUserNS(t)
+	dir := serveDir(t)
+	tok := filepath.Join(dir, "token")
+	os.WriteFile(tok, []byte("0123456789abcdef0123\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "tcp:0.0.0.0:0"}, "--token-file"},
+		{[]string{"--listen", "tcp:127.0.0.1:0", "--token-file", tok}, "readable by every user"},
+		{[]string{"--listen", "udp:x"}, "unix:PATH or tcp:HOST:PORT"},
+		{[]string{"--listen", "unix:" + filepath.Join(dir, "s"), "--workspace", "/tmp"}, "workspace"},
+	} {
+		var stderr bytes.Buffer
+		code := serveCmd(append(c.args, "--work-dir", filepath.Join(dir, "w")), &stderr)
+		if code != exitSetup || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, %q; want %d naming %q", c.args, code, stderr.String(), exitSetup, c.want)
+		}
+	}
+	s := serve(t, dir)
+	var stderr bytes.Buffer
+	if code := serveCmd([]string{"--listen", "unix:" + filepath.Join(dir, "other.sock"), "--work-dir", s.work}, &stderr); code != exitSetup || !strings.Contains(stderr.String(), "in use") {
+		t.Errorf("second server on one work dir: exit %d %q", code, stderr.String())
+	}
+	if code := serveCmd([]string{"--listen", "unix:" + s.sock, "--work-dir", filepath.Join(dir, "w2")}, &stderr); code != exitSetup || !strings.Contains(stderr.String(), "another server is listening") {
+		t.Errorf("second server on one socket: exit %d %q", code, stderr.String())
+	}
+}
