@@ -113,22 +113,39 @@ func New(cfg Config) (*Server, error) {
 
 func (s *Server) routes() {
 	m := http.NewServeMux()
-	m.HandleFunc("POST /v1/run", s.handleRun)
-	m.HandleFunc("POST /v1/exec", s.handleExec)
-	m.HandleFunc("POST /v1/sessions", s.handleSessionCreate)
-	m.HandleFunc("GET /v1/sessions", s.handleSessionList)
-	m.HandleFunc("GET /v1/sessions/{id}", s.handleSessionGet)
-	m.HandleFunc("DELETE /v1/sessions/{id}", s.handleSessionDelete)
-	m.HandleFunc("POST /v1/sessions/{id}/run", s.handleSessionRun)
-	m.HandleFunc("POST /v1/sessions/{id}/exec", s.handleSessionExec)
-	m.HandleFunc("GET /v1/sessions/{id}/files", s.handleSessionFiles)
-	m.HandleFunc("GET /v1/sessions/{id}/files/{path...}", s.handleSessionDownload)
-	m.HandleFunc("PUT /v1/sessions/{id}/files/{path...}", s.handleSessionUpload)
-	m.HandleFunc("GET /v1/capabilities", s.handleCapabilities)
-	m.HandleFunc("GET /healthz", s.handleHealth)
-	m.Handle("GET /metrics", s.m.handler())
-	m.HandleFunc("GET /api/v2/runtimes", s.handlePistonRuntimes)
-	m.HandleFunc("POST /api/v2/execute", s.handlePistonExecute)
+	routes := []struct {
+		method, path string
+		h            http.HandlerFunc
+	}{
+		{"POST", "/v1/run", s.handleRun},
+		{"POST", "/v1/exec", s.handleExec},
+		{"POST", "/v1/sessions", s.handleSessionCreate},
+		{"GET", "/v1/sessions", s.handleSessionList},
+		{"GET", "/v1/sessions/{id}", s.handleSessionGet},
+		{"DELETE", "/v1/sessions/{id}", s.handleSessionDelete},
+		{"POST", "/v1/sessions/{id}/run", s.handleSessionRun},
+		{"POST", "/v1/sessions/{id}/exec", s.handleSessionExec},
+		{"GET", "/v1/sessions/{id}/files", s.handleSessionFiles},
+		{"GET", "/v1/sessions/{id}/files/{path...}", s.handleSessionDownload},
+		{"PUT", "/v1/sessions/{id}/files/{path...}", s.handleSessionUpload},
+		{"GET", "/v1/capabilities", s.handleCapabilities},
+		{"GET", "/healthz", s.handleHealth},
+		{"GET", "/metrics", s.m.handler().ServeHTTP},
+		{"GET", "/api/v2/runtimes", s.handlePistonRuntimes},
+		{"POST", "/api/v2/execute", s.handlePistonExecute},
+	}
+	allowed := map[string][]string{}
+	for _, r := range routes {
+		m.HandleFunc(r.method+" "+r.path, r.h)
+		allowed[r.path] = append(allowed[r.path], r.method)
+	}
+	// Another method on a route: 405 with an ErrorInfo, as every error.
+	for path, methods := range allowed {
+		m.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", strings.Join(methods, ", "))
+			s.fail(w, http.StatusMethodNotAllowed, policy.Invalid("method", "%s %s: use %s", r.Method, r.URL.Path, strings.Join(methods, " or ")), nil)
+		})
+	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusNotFound, policy.Invalid("path", "%s %s is not a route of this API (see /v1/capabilities, api/openapi.yaml)", r.Method, r.URL.Path), nil)
 	})
@@ -167,10 +184,8 @@ func (s *Server) Draining() bool {
 	return s.draining
 }
 
-// errBusy and errDraining are the refusals of admit.
-var (
-	errDraining = fmt.Errorf("server: draining for shutdown, taking no new runs: %w", policy.ErrUnavailable)
-)
+// errDraining refuses a run once Drain began.
+var errDraining = fmt.Errorf("server: draining for shutdown, taking no new runs: %w", policy.ErrUnavailable)
 
 // admit takes a run slot for a request, waiting in the queue while one
 // is free; the returned release gives it back. The status is the HTTP

@@ -474,4 +474,8 @@ func TestCapabilitiesHealth(t *testing.T) {
 	if code, _, _ := e.do(t, "GET", "/healthz", ""); code != 200 {
 		t.Fatalf("healthz %d", code)
 	}
+	code, hdr, b := e.do(t, "GET", "/v1/run", "")
+	if info := errorOf(t, b); code != 405 || hdr.Get("Allow") != "POST" || info.Field != "method" {
+		t.Fatalf("wrong method: %d %v %+v", code, hdr, info)
+	}
 }
