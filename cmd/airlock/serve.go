@@ -157,7 +157,7 @@ func serveCmd(args []string, stderr io.Writer) int {
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 		https = append(https, hs)
 		go func(ln net.Listener) { errc <- hs.Serve(ln) }(l.ln)
-		log.Info("listening", "address", l.name, "pool", sf.pool, "max_concurrent", sf.maxConcurrent)
+		log.Info("listening", "address", l.name, "pool", cfg.Pool.Size, "max_concurrent", sf.maxConcurrent)
 	}
 	select {
 	case <-ctx.Done():
