@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -300,9 +299,13 @@ func pistonResult(res *executor.Result) pistonRun {
 }
 
 func (s *Server) handlePistonExecute(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequest))
+	body, err := s.readBody(w, r)
 	if err != nil {
-		s.pistonFail(w, http.StatusRequestEntityTooLarge, policy.Invalid("body", "larger than the server's --max-request of %d bytes", s.cfg.MaxRequest))
+		status := 0
+		if strings.HasPrefix(err.Error(), "invalid body: larger than") {
+			status = http.StatusRequestEntityTooLarge
+		}
+		s.pistonFail(w, status, err)
 		return
 	}
 	req, rt, err := s.pistonRequest(bytes.TrimSpace(body))

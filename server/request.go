@@ -67,14 +67,23 @@ type ExecRequest struct {
 // decode reads r's JSON body into v, strictly: one object, no unknown
 // field, every value of its field's type. Errors name the field.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(body, v)
+}
+
+// readBody reads r's body, at most MaxRequest bytes.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequest))
 	if err != nil {
 		if isBodyTooLarge(err) {
-			return policy.Invalid("body", "larger than the server's --max-request of %d bytes", s.cfg.MaxRequest)
+			return nil, policy.Invalid("body", "larger than the server's --max-request of %d bytes", s.cfg.MaxRequest)
 		}
-		return policy.Invalid("body", "reading it: %v", err)
+		return nil, policy.Invalid("body", "reading it: %v", err)
 	}
-	return decodeJSON(body, v)
+	return body, nil
 }
 
 func decodeJSON(body []byte, v any) error {

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"io"
 	"io/fs"
 	"net/http"
 	"slices"
@@ -47,9 +46,9 @@ func (s *Server) prune() {
 
 func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 	var b SessionRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequest))
+	body, err := s.readBody(w, r)
 	if err != nil {
-		s.failDecode(w, policy.Invalid("body", "larger than the server's --max-request of %d bytes", s.cfg.MaxRequest))
+		s.failDecode(w, err)
 		return
 	}
 	if len(body) > 0 {
@@ -176,7 +175,7 @@ func (s *Server) handleSessionRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, 0, err, nil)
 		return
 	}
-	s.serveRun(w, r, "session", req, se.s)
+	s.serveRun(w, r, "session", req, se.s, int64(se.info.Policy.MaxOutput))
 }
 
 func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
@@ -194,7 +193,7 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, 0, err, nil)
 		return
 	}
-	s.serveRun(w, r, "session", req, se.s)
+	s.serveRun(w, r, "session", req, se.s, int64(se.info.Policy.MaxOutput))
 }
 
 // FileEntry is one entry of a session's file listing.
@@ -250,9 +249,9 @@ func (s *Server) handleSessionUpload(w http.ResponseWriter, r *http.Request) {
 	if se == nil {
 		return
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequest))
+	data, err := s.readBody(w, r)
 	if err != nil {
-		s.failDecode(w, policy.Invalid("body", "larger than the server's --max-request of %d bytes", s.cfg.MaxRequest))
+		s.failDecode(w, err)
 		return
 	}
 	if err := se.s.WriteFile(r.PathValue("path"), data); err != nil {
