@@ -261,6 +261,23 @@ func TestDisconnectKillsRun(t *testing.T) {
 	if !testutil.WaitFor(5*time.Second, func() bool { return e.metric(t, "airlock_running ") == "airlock_running 0" }) {
 		t.Fatalf("slot not released: %s", e.metric(t, "airlock_running"))
 	}
+	// Not streaming: the same once the request is read.
+	ctx, cancel = context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.c.Execute(ctx, executor.Request{Args: []string{"sleep", "31.25"}})
+		done <- err
+	}()
+	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", "31.25")) > 0 }) {
+		t.Fatal("no sandbox running")
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("client: %v", err)
+	}
+	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.Children()) == 0 }) {
+		t.Fatalf("sandbox still running after the client left: %v", testutil.Children())
+	}
 }
 
 // Each refused request gets a 4xx naming the field, and nothing runs.
