@@ -62,7 +62,7 @@ type plan struct {
 	maxKnown   uint32
 	gaps       [][2]uint32 // unknown numbers below maxKnown
 	known      map[uint32]bool
-	stub       bool        // ENOSYS for unknown numbers
+	stub       bool // ENOSYS for unknown numbers
 	// foreign is the action for a non-native arch or an x32 number,
 	// returned by the prefix: KILL_PROCESS, or USER_NOTIF with Notify so
 	// that the supervisor can name the ABI and number before it kills.
