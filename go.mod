@@ -14,6 +14,7 @@ require (
 )
 
 require (
+	github.com/landlock-lsm/go-landlock v0.11.0 // indirect
 	github.com/moby/sys/userns v0.2.1 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 )
