@@ -155,7 +155,7 @@ func newSandbox(spec *Spec) *Sandbox {
 }
 
 func initConfigFor(spec *Spec) initConfig {
-	return initConfig{Hostname: or(spec.Hostname, "airlock"), NetNS: !spec.HostNetwork, Plan: spec.Plan, Staging: stagingDir, Process: spec.Process}
+	return initConfig{Hostname: or(spec.Hostname, "airlock"), NetNS: !spec.HostNetwork, Plan: spec.Plan, Staging: stagingDir, Process: spec.Process, Landlock: spec.Landlock}
 }
 
 func programConfigFor(spec *Spec) programConfig {
@@ -597,6 +597,7 @@ func enforcedFor(spec *Spec) Enforced {
 	if spec.Timeout > 0 {
 		e.Timeout = spec.Timeout.String()
 	}
+	e.Landlock = spec.Landlock.ABI
 	if f := spec.Seccomp; f != nil {
 		e.Seccomp, e.SeccompRules, e.SeccompInstructions = f.Profile, f.Rules, len(f.Program)
 	}

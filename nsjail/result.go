@@ -70,6 +70,9 @@ type Enforced struct {
 	Capabilities string `json:"capabilities"`
 	// NoNewPrivs is true when no_new_privs was set.
 	NoNewPrivs bool `json:"no_new_privs"`
+	// Landlock is the Landlock ABI of the ruleset the program ran under
+	// (see Spec.Landlock), 0 when none.
+	Landlock int `json:"landlock"`
 	// Timeout is the wall-clock limit, "" when none.
 	Timeout string `json:"timeout,omitempty"`
 	// NotEnforced lists the controls that were not applied (policy.Check
