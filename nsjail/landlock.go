@@ -107,6 +107,11 @@ func LandlockPaths(plan rootfs.Plan, onHost bool) []LandlockPath {
 			add(op.Target, llRWX, false)
 		}
 	}
+	if onHost {
+		// OpenSSL's configuration: a missing one is skipped, an
+		// unreadable one is fatal (node's startup).
+		add("/etc/ssl/openssl.cnf", LandlockRead, true)
+	}
 	if !onHost {
 		// The names in the jail's root, for a program that lists it (its
 		// files are only what the plan put there).

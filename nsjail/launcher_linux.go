@@ -593,6 +593,12 @@ func enforcedFor(spec *Spec) Enforced {
 	}
 	if spec.Process {
 		e.Backend, e.Namespaces, e.UIDMap, e.Rootfs, e.Network = "process", []string{}, fmt.Sprintf("none (host uid %d)", uid), "none (host filesystem)", "host"
+		if spec.Landlock.ABI > 0 {
+			e.Rootfs = "none (host filesystem, landlock rules)"
+		}
+		if spec.Landlock.Net {
+			e.Network = "landlock"
+		}
 	}
 	if spec.Timeout > 0 {
 		e.Timeout = spec.Timeout.String()

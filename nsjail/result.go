@@ -51,7 +51,10 @@ type Enforced struct {
 	UIDMap string `json:"uid_map"`
 	// Rootfs is how the root was switched: "pivot_root".
 	Rootfs string `json:"rootfs"`
-	// Network is "none" (private namespace, lo only) or "host".
+	// Network is "none" (private namespace, lo only), "host", or
+	// "landlock" (the process backend: the host's network namespace, TCP
+	// bind and connect denied by Landlock; UDP not below ABI 10, listed
+	// in NotEnforced).
 	Network string `json:"network"`
 	// Limits is the backend of the memory and task limits: "cgroup2",
 	// "cgroup1", "rlimit", or "none" (a spec with neither).
