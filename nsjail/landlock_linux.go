@@ -40,10 +40,11 @@ func llRights(a LandlockAccess, handled uint64, dir bool) uint64 {
 		r |= llsys.AccessFSExecute
 	}
 	if a&LandlockWrite != 0 {
-		// Everything but making device nodes (CAP_MKNOD, never held).
+		// Device nodes included: making one needs CAP_MKNOD, never held,
+		// and that check's EPERM is what a program sees bare.
 		r |= llsys.AccessFSWriteFile | llsys.AccessFSTruncate | llsys.AccessFSRemoveDir | llsys.AccessFSRemoveFile |
 			llsys.AccessFSMakeDir | llsys.AccessFSMakeReg | llsys.AccessFSMakeSock | llsys.AccessFSMakeFifo |
-			llsys.AccessFSMakeSym | llsys.AccessFSRefer
+			llsys.AccessFSMakeSym | llsys.AccessFSRefer | llsys.AccessFSMakeChar | llsys.AccessFSMakeBlock
 	}
 	if !dir {
 		r &= llFileRights
