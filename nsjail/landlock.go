@@ -2,6 +2,7 @@ package nsjail
 
 import (
 	"path"
+	"strings"
 
 	"github.com/airlock-sandbox/airlock/rootfs"
 )
@@ -79,12 +80,20 @@ func LandlockPaths(plan rootfs.Plan, onHost bool) []LandlockPath {
 	add := func(p string, a LandlockAccess, optional bool) {
 		out = append(out, LandlockPath{Path: p, Access: a, Optional: optional})
 	}
+	etc := false
 	for _, op := range plan.Ops {
 		where := op.Target
 		if onHost {
 			where = op.Source
 		}
 		switch {
+		case !onHost && (op.Kind == rootfs.KindFile || op.Kind == rootfs.KindBind && op.ReadOnly) && strings.HasPrefix(op.Target, "/etc/"):
+			// The jail's /etc holds only what the plan put there: one
+			// rule for all of it (fewer rules, a faster start).
+			if !etc {
+				add("/etc", LandlockRead, false)
+			}
+			etc = true
 		case op.Kind == rootfs.KindBind && op.CharDevice:
 			add(where, llRW, op.Optional)
 		case op.Kind == rootfs.KindBind && op.ReadOnly:
