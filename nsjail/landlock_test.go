@@ -54,3 +54,40 @@ func TestLandlockSecondLayer(t *testing.T) {
 		t.Errorf("without the ruleset the bind must be readable (or this test proves nothing): %v, %q %q", err, res.Stdout, res.Stderr)
 	}
 }
+
+// The ruleset's paths are the plan's, and nothing else: in the jail its
+// targets (one rule for its /etc, the names of its root listable); on
+// the host (the process backend) the binds' sources, the workspace
+// writable, no /tmp, /dev/shm or passwd, /proc read-only.
+func TestLandlockPaths(t *testing.T) {
+	ws := t.TempDir()
+	plan, err := rootfs.Default(rootfs.Options{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := nsjail.LandlockRead | nsjail.LandlockWrite
+	for _, c := range []struct {
+		onHost bool
+		want   map[string]nsjail.LandlockAccess // path: access (0: absent)
+	}{
+		{false, map[string]nsjail.LandlockAccess{"/usr": nsjail.LandlockRead | nsjail.LandlockExec, "/workspace": rw | nsjail.LandlockExec,
+			"/tmp": rw | nsjail.LandlockExec, "/etc": nsjail.LandlockRead, "/proc": rw, "/dev/null": rw, "/": nsjail.LandlockList,
+			"/etc/passwd": 0, ws: 0}},
+		{true, map[string]nsjail.LandlockAccess{"/usr": nsjail.LandlockRead | nsjail.LandlockExec, ws: rw | nsjail.LandlockExec,
+			"/proc": nsjail.LandlockRead, "/dev/null": rw, "/etc/hosts": nsjail.LandlockRead,
+			"/tmp": 0, "/dev/shm": 0, "/etc/passwd": 0, "/etc/group": 0, "/workspace": 0, "/": 0, "/etc": 0}},
+	} {
+		got := map[string]nsjail.LandlockAccess{}
+		for _, p := range nsjail.LandlockPaths(plan, c.onHost) {
+			if _, dup := got[p.Path]; dup {
+				t.Errorf("onHost %v: %s twice", c.onHost, p.Path)
+			}
+			got[p.Path] = p.Access
+		}
+		for path, a := range c.want {
+			if got[path] != a {
+				t.Errorf("onHost %v: %s has access %b, want %b", c.onHost, path, got[path], a)
+			}
+		}
+	}
+}
