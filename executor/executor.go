@@ -518,7 +518,13 @@ func (e *Executor) processSpec(req Request, p policy.Policy, enf policy.Enforcem
 		// What the jail's plan would bind, on the host: the system
 		// directories read and execute, the workspace read and write;
 		// temporary files go to the workspace, the one writable place.
-		plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, HostNetwork: p.Network() == policy.NetHost})
+		// The policy's binds (each a host path at its own path: Check
+		// refused the rest) are rules too.
+		extra, err := userMounts(p)
+		if err != nil {
+			return nsjail.Spec{}, err
+		}
+		plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, HostNetwork: p.Network() == policy.NetHost, Extra: extra})
 		if err != nil {
 			return nsjail.Spec{}, &policy.SetupError{Stage: "landlock", Err: err}
 		}

@@ -150,6 +150,40 @@ func TestProcessLandlock(t *testing.T) {
 	}
 }
 
+// Under Landlock a read-only bind of a host path at its own path is a
+// rule: the canary there is readable (the positive control of the
+// denials above), and still not writable.
+func TestProcessLandlockBind(t *testing.T) {
+	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	requireLandlock(t, ex, policy.LandlockFS)
+	dir, err := os.MkdirTemp("/tmp", "airlock-landlock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	secret := fmt.Sprintf("canary-%d", time.Now().UnixNano())
+	if err := os.WriteFile(filepath.Join(dir, "canary"), []byte(secret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := policy.Policy{Backend: "process", Mounts: []policy.Mount{{Type: policy.MountROBind, Source: dir, Target: dir}}}
+	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"sh", "-c", `cat "$0"/canary; echo x > "$0"/escaped`, dir}, Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stdout != secret || testutil.Exists(filepath.Join(dir, "escaped")) {
+		t.Errorf("ro-bind in place: stdout %q, stderr %q, written %v", res.Stdout, res.Stderr, testutil.Exists(filepath.Join(dir, "escaped")))
+	}
+	p.Mounts[0].Target = "/data"
+	if _, err := ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: p}); !errors.Is(err, executor.ErrUnsupported) {
+		t.Errorf("a bind elsewhere on the process backend: %v", err)
+	}
+}
+
 type netTCPAddr = net.TCPAddr
 
 // sameUIDProcess starts a process on the host with the uid the process

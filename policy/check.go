@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path"
 	"strings"
 )
 
@@ -115,7 +116,9 @@ func (e Enforcement) NotEnforced() []string {
 //	                                                   it the host's, listed as a default
 //	signals, abstract sockets  own pid, net namespace  Landlock scopes (CheckLandlockScope);
 //	                                                   without them listed as a default
-//	mounts                     enforced                refused, always
+//	mounts                     enforced                under Landlock binds of a host path at
+//	                                                   its own path (ruleset rules); all else
+//	                                                   refused, always
 //	chdir                      enforced                refused unless /workspace (the default)
 //	backend "", namespaces     needs CheckKernel and CheckUserNS; without them refused
 //	                           (best_effort: the process backend, listed)
@@ -224,13 +227,32 @@ func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope boo
 		out = append(out, Unmet{Control: "signal isolation", Field: "backend", Check: CheckLandlockScope, Default: true,
 			Reason: "the program can signal the host's processes of its uid and reach its abstract unix sockets: " + landlockMissing(h.Get(CheckLandlockScope), LandlockScope, "scopes"), Fix: fix})
 	}
-	if len(p.Mounts) > 0 {
-		out = append(out, Unmet{Control: "mounts", Field: "mounts", Reason: "the process backend cannot mount: it runs on the host's filesystem", Fix: fix, Required: true})
+	if len(p.Mounts) > 0 && !landlockBinds(p.Mounts, abi) {
+		reason := "the process backend cannot mount: it runs on the host's filesystem"
+		if abi >= LandlockFS {
+			reason += "; under Landlock it grants a bind's host path at that same path (--ro-bind /data), no tmpfs and no other target"
+		}
+		out = append(out, Unmet{Control: "mounts", Field: "mounts", Reason: reason, Fix: fix, Required: true})
 	}
 	if p.Chdir != "" && p.Chdir != "/workspace" {
 		out = append(out, Unmet{Control: "chdir", Field: "chdir", Reason: fmt.Sprintf("the process backend runs in its workspace directory, not %s", p.Chdir), Fix: fix + ", or change directory in the program", Required: true})
 	}
 	return out, net, scope
+}
+
+// landlockBinds reports whether the process backend can give mounts
+// under Landlock ABI abi: binds only, each of a host path at that same
+// path, granted by the ruleset (read and execute, or read-write).
+func landlockBinds(mounts []Mount, abi int) bool {
+	if abi < LandlockFS {
+		return false
+	}
+	for _, m := range mounts {
+		if m.Type == MountTmpfs || path.Clean(m.Source) != m.Target {
+			return false
+		}
+	}
+	return true
 }
 
 // landlockMissing says which Landlock ABI a control needs and what the

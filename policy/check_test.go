@@ -96,7 +96,12 @@ func TestCheck(t *testing.T) {
 		{name: "process/net none, no landlock, best effort", pol: best(func(p *Policy) { process(p); p.Net = NetNone }), host: host(CheckLandlock), want: with(ns, bare), unmet: []string{"network isolation", "filesystem isolation"}},
 		{name: "process/net host", pol: func(p *Policy) { process(p); p.Net = NetHost }, host: host(), want: with(ns, func(e *Enforcement) { proc(e); e.LandlockNet = false }), unmet: gaps[1:]},
 		{name: "process/net host, no landlock", pol: func(p *Policy) { process(p); p.Net = NetHost }, host: host(CheckLandlock), want: with(ns, bare), unmet: []string{"filesystem isolation"}},
-		{name: "process/mounts", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountROBind, Source: "/srv", Target: "/srv"}} }, host: host(), errCtl: "mounts"},
+		// Under Landlock a bind of a host path at its own path is a rule;
+		// nothing else mounts.
+		{name: "process/bind in place", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountROBind, Source: "/srv", Target: "/srv"}} }, host: host(), want: with(ns, proc), unmet: gaps},
+		{name: "process/bind in place, no landlock", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountROBind, Source: "/srv", Target: "/srv"}} }, host: host(CheckLandlock), errCtl: "mounts"},
+		{name: "process/bind elsewhere", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountBind, Source: "/srv", Target: "/data"}} }, host: host(), errCtl: "mounts"},
+		{name: "process/tmpfs", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountTmpfs, Target: "/data"}} }, host: host(), errCtl: "mounts"},
 		{name: "process/chdir", pol: func(p *Policy) { process(p); p.Chdir = "/tmp" }, host: host(), errCtl: "chdir"},
 		{name: "process/chdir best effort", pol: best(func(p *Policy) { process(p); p.Chdir = "/tmp" }), host: host(), errCtl: "chdir"},
 		{name: "process/limits, no cgroup", pol: func(p *Policy) { process(p); limits(p) }, host: host(CheckCgroup), err: CheckCgroup, errCtl: "memory"},
