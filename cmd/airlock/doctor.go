@@ -52,13 +52,13 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stdout, "        %-16s fix: %s\n", "", c.Fix)
 			}
 		}
-		for _, l := range backendLines(r) {
-			fmt.Fprintln(stdout, l)
-		}
 		if r.OK() {
 			fmt.Fprintln(stdout, "the default policy can be enforced on this host")
 		} else {
 			fmt.Fprintln(stdout, "the default policy can NOT be enforced on this host (see MISS above)")
+		}
+		for _, l := range backendLines(r) {
+			fmt.Fprintln(stdout, l)
 		}
 	}
 	if !r.OK() {
