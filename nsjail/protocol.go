@@ -71,6 +71,8 @@ type initConfig struct {
 	// fd joinCgroupFD on, one per hierarchy of the run's cgroup. The
 	// init's exec thread writes "0" to each before anything else.
 	JoinCgroup int
+	// Landlock is the ruleset the init applies before the filter.
+	Landlock Landlock
 }
 
 // programConfig is the part of the spec applied just before exec: what

@@ -51,7 +51,10 @@ type Enforced struct {
 	UIDMap string `json:"uid_map"`
 	// Rootfs is how the root was switched: "pivot_root".
 	Rootfs string `json:"rootfs"`
-	// Network is "none" (private namespace, lo only) or "host".
+	// Network is "none" (private namespace, lo only), "host", or
+	// "landlock" (the process backend: the host's network namespace, TCP
+	// bind and connect denied by Landlock; UDP not below ABI 10, listed
+	// in NotEnforced).
 	Network string `json:"network"`
 	// Limits is the backend of the memory and task limits: "cgroup2",
 	// "cgroup1", "rlimit", or "none" (a spec with neither).
@@ -70,6 +73,9 @@ type Enforced struct {
 	Capabilities string `json:"capabilities"`
 	// NoNewPrivs is true when no_new_privs was set.
 	NoNewPrivs bool `json:"no_new_privs"`
+	// Landlock is the Landlock ABI of the ruleset the program ran under
+	// (see Spec.Landlock), 0 when none.
+	Landlock int `json:"landlock"`
 	// Timeout is the wall-clock limit, "" when none.
 	Timeout string `json:"timeout,omitempty"`
 	// NotEnforced lists the controls that were not applied (policy.Check
