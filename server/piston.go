@@ -316,7 +316,7 @@ func (s *Server) handlePistonExecute(w http.ResponseWriter, r *http.Request) {
 	}
 	release, status, err := s.admit(r.Context())
 	if err != nil {
-		if status != 499 {
+		if status != statusClientGone {
 			s.pistonFail(w, status, err)
 		}
 		return

@@ -75,7 +75,7 @@ func wantsStream(r *http.Request) bool {
 func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, kind string, req executor.Request, sess *executor.Session, sessCap int64) {
 	release, status, err := s.admit(r.Context())
 	if err != nil {
-		if status == 499 {
+		if status == statusClientGone {
 			return // the client went away while queued
 		}
 		s.fail(w, status, err, nil)

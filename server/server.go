@@ -60,6 +60,7 @@ type Server struct {
 
 	mu       sync.Mutex // orders runs.Add before Drain's runs.Wait
 	draining bool
+	drained  chan struct{} // closed by Drain: queued requests leave
 	runs     sync.WaitGroup
 	kill     context.Context // cancelled when Drain's deadline passes
 	killAll  context.CancelFunc
@@ -103,7 +104,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, ex: cfg.Executor, pol: cfg.Policy, log: cfg.Logger,
-		slots: make(chan struct{}, cfg.MaxConcurrent), sessions: map[string]*session{}}
+		slots: make(chan struct{}, cfg.MaxConcurrent), drained: make(chan struct{}), sessions: map[string]*session{}}
 	s.kill, s.killAll = context.WithCancel(context.Background())
 	s.langs = sync.OnceValue(s.detectVersions)
 	s.m = newMetrics(s)
@@ -155,13 +156,16 @@ func (s *Server) routes() {
 // Handler returns the HTTP handler of every route.
 func (s *Server) Handler() http.Handler { return s.mux }
 
-// Drain stops the server taking new runs (they get 503 with Retry-After)
-// and waits for the running ones; when ctx ends first, it kills them and
+// Drain stops the server taking new runs (they, and the requests still
+// queued, get 503 with Retry-After) and waits for the running ones; when ctx ends first, it kills them and
 // waits for their results. Then it closes every session. It returns
 // ctx's error when it had to kill.
 func (s *Server) Drain(ctx context.Context) error {
 	s.mu.Lock()
-	s.draining = true
+	if !s.draining {
+		s.draining = true
+		close(s.drained)
+	}
 	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.runs.Wait(); close(done) }()
@@ -183,6 +187,10 @@ func (s *Server) Draining() bool {
 	defer s.mu.Unlock()
 	return s.draining
 }
+
+// statusClientGone is admit's status when the client went away while
+// queued: nothing is written (nginx's 499).
+const statusClientGone = 499
 
 // errDraining refuses a run once Drain began.
 var errDraining = fmt.Errorf("server: draining for shutdown, taking no new runs: %w", policy.ErrUnavailable)
@@ -214,11 +222,21 @@ func (s *Server) admit(ctx context.Context) (release func(), status int, err err
 		s.m.queued.Dec()
 		s.pending.Add(-1)
 		s.runs.Done()
-		return nil, 499, ctx.Err()
-	case <-s.kill.Done():
+		return nil, statusClientGone, ctx.Err()
+	case <-s.drained:
 		s.m.queued.Dec()
 		s.pending.Add(-1)
 		s.runs.Done()
+		s.m.rejections.WithLabelValues("draining").Inc()
+		return nil, http.StatusServiceUnavailable, errDraining
+	}
+	if s.Draining() {
+		// A slot and the drain came together: the drain wins.
+		<-s.slots
+		s.m.queued.Dec()
+		s.pending.Add(-1)
+		s.runs.Done()
+		s.m.rejections.WithLabelValues("draining").Inc()
 		return nil, http.StatusServiceUnavailable, errDraining
 	}
 	s.m.queued.Dec()
