@@ -211,3 +211,114 @@ func TestServeRefusesUnsafeStart(t *testing.T) {
 		t.Errorf("second server on one socket: exit %d %q", code, stderr.String())
 	}
 }
+
+// Mixed requests in flight (ok, timeout, output flood, a client leaving
+// mid-stream, long runs) when the server gets SIGTERM: the finished ones
+// are answered correctly, the long ones are killed at the drain deadline
+// and answered 503 (retryable), the server exits 0, and nothing is left:
+// no sandbox process, cgroup, workspace or socket. (The 200-request mix
+// against the server package is server's TestLoadThenDrain.)
+func TestServeMixedLoadThenSIGTERM(t *testing.T) {
+	dir := serveDir(t)
+	s := serve(t, dir, "--drain-timeout", "1s", "--max-queue", "100")
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", s.sock)
+	}}}
+	defer hc.CloseIdleConnections()
+	post := func(ctx context.Context, body string, stream bool) (int, string, error) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://airlock/v1/run", strings.NewReader(body))
+		if stream {
+			req.Header.Set("Accept", "application/x-ndjson")
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, err = b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String(), err
+	}
+	const marker = "4343.5"
+	type outcome struct {
+		kind        string
+		code        int
+		body        string
+		err         error
+		wantCode    int
+		wantContain string
+	}
+	results := make(chan outcome, 64)
+	start := func(kind, body string, stream bool, wantCode int, want string) {
+		go func() {
+			code, b, err := post(context.Background(), body, stream)
+			results <- outcome{kind, code, b, err, wantCode, want}
+		}()
+	}
+	n := 0
+	for i := range 32 {
+		switch i % 4 {
+		case 0, 1:
+			start("ok", `{"argv":["echo","fine"]}`, i%8 == 0, 200, `"status":"ok"`)
+		case 2:
+			start("timeout", `{"argv":["sleep","20"],"policy":{"timeout":"200ms"}}`, false, 200, `"status":"timeout"`)
+		case 3:
+			start("flood", `{"argv":["sh","-c","while :; do echo floodfloodflood; done"],"policy":{"max_output":"8KiB"}}`, i%8 == 3, 200, `"status":"output_limit"`)
+		}
+		n++
+	}
+	// A client that leaves mid-stream.
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://airlock/v1/run", strings.NewReader(`{"argv":["sh","-c","while :; do echo tick; sleep 0.05; done"]}`))
+	req.Header.Set("Accept", "application/x-ndjson")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "tick") {
+		t.Fatalf("%q %v", line, err)
+	}
+	cancel()
+	resp.Body.Close()
+	for range n {
+		o := <-results
+		if o.err != nil || o.code != o.wantCode || !strings.Contains(o.body, o.wantContain) {
+			t.Errorf("%s: %d %v %.300s", o.kind, o.code, o.err, o.body)
+		}
+	}
+	// Long runs in flight at SIGTERM, one streaming.
+	for i := range 2 {
+		start("long", `{"argv":["sleep","`+marker+`"]}`, i == 0, 503, `"retryable":true`)
+	}
+	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", marker)) == 2 }) {
+		t.Fatal("the long runs did not start")
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	for range 2 {
+		o := <-results
+		if o.err != nil || o.code != o.wantCode || !strings.Contains(o.body, o.wantContain) {
+			t.Errorf("killed at the drain deadline: %d %v %.300s", o.code, o.err, o.body)
+		}
+	}
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, s.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no exit after SIGTERM\n%s", s.stderr)
+	}
+	s.done <- nil
+	if left := testutil.HostProcsWith("sleep", marker); len(left) > 0 {
+		t.Errorf("sandboxes left: %v", left)
+	}
+	if left := testutil.CgroupsOf([]int{s.cmd.Process.Pid}); len(left) > 0 {
+		t.Errorf("cgroups left: %v", left)
+	}
+	if left, _ := os.ReadDir(s.work); len(left) != 1 {
+		t.Errorf("work dir: %v", left)
+	}
+	if testutil.Exists(s.sock) {
+		t.Error("socket left")
+	}
+}
