@@ -1,5 +1,6 @@
 // Exported hooks for servers (airlock serve): a session's files without
-// running anything, and the installed language table.
+// running anything (each counts as activity for the idle timeout), and
+// the installed language table.
 
 package executor
 
@@ -25,6 +26,7 @@ func (s *Session) WriteFile(name string, data []byte) error {
 	if s.closed {
 		return errSessionClosed
 	}
+	s.idle.Reset(s.cfg.IdleTimeout)
 	return s.ws.write(name, data)
 }
 
@@ -39,6 +41,7 @@ func (s *Session) ReadFile(name string, max int64) ([]byte, int64, error) {
 	if s.closed {
 		return nil, 0, errSessionClosed
 	}
+	s.idle.Reset(s.cfg.IdleTimeout)
 	if err := checkName(name); err != nil {
 		return nil, 0, err
 	}
@@ -75,6 +78,7 @@ func (s *Session) Files(lim FileLimits) ([]File, error) {
 	if s.closed {
 		return nil, errSessionClosed
 	}
+	s.idle.Reset(s.cfg.IdleTimeout)
 	return s.ws.collect(lim, nil)
 }
 
