@@ -2,6 +2,7 @@ package nsjail
 
 import (
 	"io"
+	"os"
 	"log/slog"
 	"time"
 
@@ -64,6 +65,12 @@ type Spec struct {
 	// capped at OutputLimit bytes: past the cap the sandbox is killed and
 	// the status is output_limit.
 	Stdout, Stderr io.Writer
+	// Signals, if set, are delivered to the sandbox's pid 1 as they
+	// arrive, once the program was exec'd (see Sandbox.Signal): how a CLI
+	// forwards the signals it receives. Signals that arrive before the
+	// exec are dropped (there is no program yet to receive them); ending
+	// the run is the context's job.
+	Signals <-chan os.Signal
 	// OutputLimit is the cap of each captured stream. 0 = 1 MiB.
 	OutputLimit int64
 	// InitPath is the binary re-executed as the init; it must call Init

@@ -477,7 +477,7 @@ func marker() string {
 func (r faultRun) errText() string {
 	s := r.stderr
 	if r.res != nil {
-		s = r.res.Error + "\n" + s
+		s = r.res.Error.String() + "\n" + s
 	}
 	return s
 }
