@@ -2,8 +2,8 @@ package nsjail
 
 import (
 	"io"
-	"os"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
