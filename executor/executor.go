@@ -233,6 +233,11 @@ type Request struct {
 	// written; when nil the stream is captured into the Result, capped at
 	// the policy's MaxOutput.
 	Stdout, Stderr io.Writer
+	// LimitStreams caps Stdout and Stderr (when set) at the policy's
+	// MaxOutput too, as captured streams are: past it the rest is
+	// dropped, the sandbox is killed and the status is output_limit.
+	// false = passed through whole.
+	LimitStreams bool
 	// Signals, if set, are delivered to the running program as they
 	// arrive (to the sandbox's pid 1: see nsjail.Sandbox.Signal), from
 	// its exec to its end: how the CLI passes on the SIGINT, SIGTERM,
@@ -538,6 +543,7 @@ func (e *Executor) baseSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, li
 		Stdout:       req.Stdout,
 		Stderr:       req.Stderr,
 		Signals:      req.Signals,
+		LimitStreams: req.LimitStreams,
 		OutputLimit:  int64(p.MaxOutput),
 		InitPath:     e.cfg.InitPath,
 		SpawnPath:    e.cfg.SpawnPath,

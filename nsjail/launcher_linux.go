@@ -33,6 +33,8 @@ type Sandbox struct {
 	enforced Enforced
 	stdout   *capture
 	stderr   *capture
+	// stdoutCap and stderrCap cap the caller's writers (Spec.LimitStreams).
+	stdoutCap, stderrCap *streamCap
 
 	exited  chan struct{} // closed once the init is reaped
 	execd   chan struct{} // closed once the program was exec'd (signals are forwarded from then on)
@@ -116,6 +118,17 @@ func (s *Sandbox) outputs(spec *Spec) (stdout, stderr io.Writer) {
 		limit = policy.DefaultMaxOutput
 	}
 	stdout, stderr = spec.Stdout, spec.Stderr
+	if spec.LimitStreams {
+		overflow := func() { s.kill(StatusOutputLimit) }
+		if stdout != nil {
+			s.stdoutCap = &streamCap{w: stdout, left: limit, overflow: overflow}
+			stdout = s.stdoutCap
+		}
+		if stderr != nil {
+			s.stderrCap = &streamCap{w: stderr, left: limit, overflow: overflow}
+			stderr = s.stderrCap
+		}
+	}
 	if stdout == nil {
 		s.stdout = &capture{limit: limit, overflow: func() { s.kill(StatusOutputLimit) }}
 		stdout = s.stdout

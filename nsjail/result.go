@@ -84,13 +84,19 @@ type Result struct {
 }
 
 // ErrorResult is the Result of a request that has no outcome of its own:
-// status error (refused before anything ran), with err classified and
-// the exit code its class gives (ExitCodeOf). nil for a nil err.
+// status error (refused before anything ran), or setup_error when err is
+// a *policy.SetupError (building the sandbox failed), with err classified
+// and the exit code its class gives (ExitCodeOf). nil for a nil err.
 func ErrorResult(err error) *Result {
 	if err == nil {
 		return nil
 	}
-	return &Result{Status: StatusError, ExitCode: ExitCodeOf(err), Error: policy.Describe(err)}
+	st := StatusError
+	var se *policy.SetupError
+	if errors.As(err, &se) {
+		st = StatusSetupError // building the sandbox failed, as Run reports it
+	}
+	return &Result{Status: st, ExitCode: ExitCodeOf(err), Error: policy.Describe(err)}
 }
 
 // ExitCodeOf is the exit code of a failure: 127 when the program does not

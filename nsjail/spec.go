@@ -71,6 +71,10 @@ type Spec struct {
 	// exec are dropped (there is no program yet to receive them); ending
 	// the run is the context's job.
 	Signals <-chan os.Signal
+	// LimitStreams caps Stdout and Stderr (when set) at OutputLimit too:
+	// past it the rest is dropped, the sandbox killed (output_limit) and
+	// the stream marked truncated. false = they get everything.
+	LimitStreams bool
 	// OutputLimit is the cap of each captured stream. 0 = 1 MiB.
 	OutputLimit int64
 	// InitPath is the binary re-executed as the init; it must call Init
