@@ -219,7 +219,7 @@ func runRequest(req executor.Request, o *reporter, capStreams bool) int {
 	res, err := ex.Execute(ctx, req)
 	close(done)
 	if res == nil {
-		res = executor.ErrorResult(langError(err))
+		res = executor.ErrorResult(idMapCause(langError(err)))
 	}
 	if sig := in.first(); sig != 0 {
 		// The caller interrupted the run: whatever the program did after
