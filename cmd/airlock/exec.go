@@ -74,11 +74,17 @@ func execCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runRequest(req, o, f.given("max-output"))
 }
 
-// langError names --lang in the executor's refusal of a language.
+// langError names the flag in the executor's refusals: --lang for a
+// language it does not know, --workspace for exec's (which makes its own).
 func langError(err error) error {
 	var ie *policy.InvalidError
-	if errors.As(err, &ie) && ie.Field == "language" {
-		return &policy.InvalidError{Field: "--lang", Reason: ie.Reason + " (aliases: python3, py, js, javascript)"}
+	if errors.As(err, &ie) {
+		switch ie.Field {
+		case "language":
+			return &policy.InvalidError{Field: "--lang", Reason: ie.Reason + " (aliases: python3, py, js, javascript)"}
+		case "workspace":
+			return &policy.InvalidError{Field: "--workspace", Reason: ie.Reason}
+		}
 	}
 	return err
 }

@@ -140,7 +140,13 @@ func (f *runFlags) policy() (policy.Policy, error) {
 		case policy.NetNone, policy.NetLoopback, policy.NetHost:
 			p.Net = policy.Net(f.net)
 		default:
-			return p, policy.Invalid("--net", "%q is not one of none, loopback, host; example: --net none", f.net)
+			hint := ""
+			if strings.HasPrefix(f.net, "allow:") {
+				hint = " (an egress allow-list, allow:RULES, is not in this airlock yet)"
+			} else if c := closest(strings.ToLower(f.net), []string{"none", "loopback", "host"}); c != "" {
+				hint = " (did you mean " + c + "?)"
+			}
+			return p, policy.Invalid("--net", "%q is not one of none, loopback, host%s; example: --net none", f.net, hint)
 		}
 	}
 	if f.given("backend") {
