@@ -148,8 +148,10 @@ func TestMaxOutputAndHostNet(t *testing.T) {
 func TestCPUTimeLimit(t *testing.T) {
 	code, res, _ := result(t, "--cpu-time", "1s", "--", "sh", "-c", "while :; do :; done")
 	// The budget is per process (RLIMIT_CPU) and whole seconds; the kill
-	// must land at it, not a second later.
-	if code != 137 || res.ExitCode != code || res.Status != "cpu_limit" || res.CPUTimeMS < 900 || res.CPUTimeMS > 1900 || res.Enforced.Rlimits["cpu"] != 1 {
+	// must land at it, not a second later. The kernel kills on the exact
+	// runtime, while rusage's tick-sampled utime+stime reads less (848 and
+	// 877 ms for a 1 s kill on a loaded host): see nsjail's atCPULimit.
+	if code != 137 || res.ExitCode != code || res.Status != "cpu_limit" || res.CPUTimeMS < 750 || res.CPUTimeMS > 1900 || res.Enforced.Rlimits["cpu"] != 1 {
 		t.Fatalf("exit %d, status %s, cpu %d ms, rlimits %v", code, res.Status, res.CPUTimeMS, res.Enforced.Rlimits)
 	}
 }
