@@ -191,6 +191,11 @@ func (s *Sandbox) initFailure(st initStatus) error {
 		case syscall.ENOENT, syscall.ENOTDIR, syscall.EACCES, syscall.ENOEXEC, syscall.EISDIR, syscall.ELOOP, syscall.ENAMETOOLONG:
 			return &ProgramError{Program: s.spec.Args[0], Errno: errno}
 		}
+	case st.Stage == "setrlimit" && errno == syscall.EPERM:
+		// Raising a hard limit needs privilege: the program's rlimits are
+		// above the ones the supervisor was started with.
+		return &policy.UnsupportedError{Control: "rlimits", Reason: "the program's rlimits (open_files, file_size, ...) are above the hard limits airlock was started with, which only a privileged process can raise (" + st.Msg + ")",
+			Fix: "raise the hard limits of the process that starts airlock (ulimit -H -n, -f), or lower open_files and file_size in the policy"}
 	case st.Stage == "chdir" && (errno == syscall.ENOENT || errno == syscall.ENOTDIR || errno == syscall.EACCES):
 		dir := or(s.spec.Dir, "/workspace")
 		return &fieldError{field: "chdir", errno: errno,

@@ -49,11 +49,17 @@ type cliRun struct {
 // start starts the CLI with args ("$T" replaced by the scratch dir).
 func (e *cliEnv) start(t *testing.T, stdin string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
+	return e.startWith(t, []string{e.bin}, stdin, args...)
+}
+
+// startWith starts the CLI as argv0 (a wrapper and the CLI) with args.
+func (e *cliEnv) startWith(t *testing.T, argv0 []string, stdin string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
 	args = slices.Clone(args)
 	for i, a := range args {
 		args[i] = strings.ReplaceAll(a, "$T", e.t)
 	}
-	cmd := exec.Command(e.bin, args...)
+	cmd := exec.Command(argv0[0], append(slices.Clone(argv0[1:]), args...)...)
 	cmd.Dir = e.t
 	cmd.Env = []string{"AIRLOCK_TEST_AS_CLI=1", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + e.t,
 		"XDG_CACHE_HOME=" + e.cache, "TMPDIR=" + e.work, "FROMHOST=host-value"}
@@ -503,5 +509,38 @@ func TestTransientFailureSaysRetry(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "transient: a retry can help") {
 		t.Errorf("stderr: %s", errb.String())
+	}
+}
+
+// Rows 61-62, end to end: a CLI short of file descriptors (ulimit -n)
+// fails at whatever step runs out first, as a transient failure: exit 75,
+// class unavailable, retryable, "a retry can help"; or, given enough, it
+// runs. Nothing is left either way. (Below about 8 fds the Go runtime
+// itself cannot start: that is no airlock outcome.)
+func TestFDShortageIsTransient(t *testing.T) {
+	e := newCLIEnv(t)
+	prlimit := testutil.RequireBinary(t, "prlimit")
+	e.run(t, "", "run", "--", "true") // the filter cached: the later steps run short
+	short := 0
+	for n := 8; n <= 24; n += 2 {
+		cmd, o, eb := e.startWith(t, []string{prlimit, "--nofile=" + strconv.Itoa(n), e.bin}, "", "run", "--json", "--", "true")
+		r := e.wait(t, cmd, o, eb)
+		e.left(t, r)
+		res, _ := oneResult(t, r)
+		switch {
+		case r.code == 0 && res.Status == nsjail.StatusOK:
+		case r.code == 125 && res.Error != nil && res.Error.Class == policy.ClassUnsupported && res.Error.Field == "rlimits" && testutil.Rootless():
+			// Rootless, a hard limit below the policy's open_files cannot
+			// be raised for the program: the host (this caller) cannot.
+		case r.code == 75 && res.ExitCode == 75 && res.Error != nil && res.Error.Class == policy.ClassUnavailable && res.Error.Retryable &&
+			strings.Contains(r.stderr, "transient: a retry can help"):
+			short++
+		default:
+			t.Errorf("nofile %d: exit %d, %+v %+v\n%s", n, r.code, res, res.Error, r.stderr)
+		}
+	}
+	t.Logf("%d of 9 fd limits failed the run as transient", short)
+	if short == 0 {
+		t.Error("no limit was short enough to fail a run: the test proves nothing")
 	}
 }
