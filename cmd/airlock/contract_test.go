@@ -544,3 +544,23 @@ func TestFDShortageIsTransient(t *testing.T) {
 		t.Error("no limit was short enough to fail a run: the test proves nothing")
 	}
 }
+
+// Row 65: a workspace on a read-only filesystem is refused before the
+// run, as one the sandbox's uid cannot write is (row 64). As root, in a
+// mount namespace of the test's own (unshare -m), with a read-only tmpfs.
+func TestReadOnlyWorkspaceRefused(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := newCLIEnv(t)
+	unshare := testutil.RequireBinary(t, "unshare")
+	ro := filepath.Join(e.t, "ro")
+	os.Mkdir(ro, 0o777)
+	cmd, o, eb := e.startWith(t, []string{unshare, "-m", "--propagation", "private", "/bin/sh", "-c",
+		`mount -t tmpfs -o ro,mode=0777 none "$0" && exec "$@"`, ro, e.bin}, "", "run", "--json", "--workspace", ro, "--", "true")
+	r := e.wait(t, cmd, o, eb)
+	e.left(t, r)
+	res, _ := oneResult(t, r)
+	if r.code != 125 || res.Status != nsjail.StatusError || res.Error == nil || res.Error.Field != "--workspace" ||
+		!strings.Contains(res.Error.Message, "read-only") {
+		t.Errorf("read-only workspace: exit %d, %+v\n%s", r.code, res.Error, r.stderr)
+	}
+}
