@@ -373,14 +373,13 @@ func checkWorkspace(p policy.Policy) error {
 	if unix.Statfs(p.Workspace, &sfs) == nil && sfs.Flags&unix.ST_RDONLY != 0 {
 		return policy.Invalid("--workspace", "%s is on a read-only filesystem: the program could not write there (use a --ro-bind for a read-only directory)", p.Workspace)
 	}
-	uid, gid := os.Geteuid(), os.Getegid()
-	if uid != 0 {
+	if uid := os.Geteuid(); uid != 0 {
 		if unix.Access(p.Workspace, unix.W_OK|unix.X_OK) != nil {
 			return policy.Invalid("--workspace", "%s is not writable by uid %d, which the sandbox runs as (fix: chmod u+w %s)", p.Workspace, uid, p.Workspace)
 		}
 		return nil
 	}
-	uid, gid = 65534, 65534 // the host ids a sandbox started by root maps to
+	uid, gid := 65534, 65534 // the host ids a sandbox started by root maps to
 	st := fi.Sys().(*syscall.Stat_t)
 	mode := fi.Mode().Perm()
 	writable := int(st.Uid) == uid && mode&0o300 == 0o300 ||
