@@ -80,27 +80,27 @@ func (o *reporter) line(res *executor.Result, p *policy.Policy) string {
 		if e != nil {
 			return "killed: " + e.Message + " (--timeout; " + retryHint(e) + ")"
 		}
-		return "killed: wall-clock timeout " + durationOf(p, func(p *policy.Policy) policy.Duration { return p.Timeout }) + " (--timeout)"
+		return "killed: wall-clock timeout " + durationOf(p, func(p *policy.Policy) policy.Duration { return p.Timeout }) + " (--timeout)" + limitHint
 	case nsjail.StatusCPULimit:
-		return "killed: CPU-time limit " + durationOf(p, func(p *policy.Policy) policy.Duration { return p.CPUTime }) + " (--cpu-time)"
+		return "killed: CPU-time limit " + durationOf(p, func(p *policy.Policy) policy.Duration { return p.CPUTime }) + " (--cpu-time)" + limitHint
 	case nsjail.StatusMemoryLimit:
 		s := "?"
 		if p != nil {
 			s = sizeString(p.MemoryLimit())
 		}
-		return "killed: memory limit " + s + " (--memory)"
+		return "killed: memory limit " + s + " (--memory)" + limitHint
 	case nsjail.StatusOutputLimit:
 		s := "?"
 		if p != nil {
 			s = sizeString(int64(p.MaxOutput))
 		}
-		return "killed: output limit " + s + " per stream (--max-output); the output was cut there"
+		return "killed: output limit " + s + " per stream (--max-output); the output was cut there" + limitHint
 	case nsjail.StatusSeccompViolation:
 		name := res.SeccompSyscall
 		if name == "" {
 			name = "a syscall the policy kills on, or a foreign syscall ABI (x32, int 0x80)"
 		}
-		return "killed: seccomp: " + name
+		return "killed: seccomp: " + name + " (do not retry: the policy forbids it)"
 	case nsjail.StatusCancelled:
 		how := "the program ended within the grace period"
 		if res.Signal == "SIGKILL" {
@@ -110,6 +110,9 @@ func (o *reporter) line(res *executor.Result, p *policy.Policy) string {
 	}
 	return ""
 }
+
+// limitHint ends a kill line: whether a retry can help.
+const limitHint = "; a retry under the same limit ends the same way"
 
 func durationOf(p *policy.Policy, f func(*policy.Policy) policy.Duration) string {
 	if p == nil {
