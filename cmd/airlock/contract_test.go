@@ -187,6 +187,8 @@ func TestCLIContract(t *testing.T) {
 	hasRuby := testutil.Exists("/usr/bin/ruby") || testutil.Exists("/usr/local/bin/ruby") || testutil.Exists("/bin/ruby")
 	invalid := policy.ClassInvalid
 	cases := []cliCase{
+		{row: "1", args: []string{}, code: 125},
+		{row: "2", args: []string{"--version"}, code: 0},
 		{row: "3", args: []string{"rnu", "--", "true"}, code: 125, msg: []string{`"rnu"`, "did you mean run", "do not retry"}},
 		{row: "4", args: []string{"run", "--frobnicate", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--frobnicate", "no such flag"}},
 		{row: "4b", args: []string{"run", "--timout", "1s", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"did you mean --timeout"}},
@@ -200,6 +202,7 @@ func TestCLIContract(t *testing.T) {
 		{row: "12", args: []string{"run", "--bind", "$T:/proc", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--bind", "/proc", "reserved"}},
 		{row: "13", args: []string{"run", "--ro-bind", "relsrc", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--ro-bind", "absolute", "$PWD/relsrc"}},
 		{row: "14", args: []string{"run", "--ro-bind", "$T", "$T", "--", "ls", "$T"}, code: 125, status: "error", class: invalid, msg: []string{"--ro-bind", "SRC[:DST]", "bwrap"}},
+		{row: "15", args: []string{"run", "--ro-bind", "$T/pol:/d", "--ro-bind", "$T/adir:/d", "--", "ls", "/d"}, code: 125, status: "error", class: invalid, msg: []string{"--ro-bind", "/d", "hide"}},
 		{row: "16", args: []string{"run", "--memory", "garbage", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--memory", "garbage", "example"}},
 		{row: "17", args: []string{"run", "--memory", "0", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--memory", "omit --memory", "512MiB"}},
 		{row: "18", args: []string{"run", "--memory", "-1", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--memory", "-1"}},
@@ -542,6 +545,24 @@ func TestFDShortageIsTransient(t *testing.T) {
 	t.Logf("%d of 9 fd limits failed the run as transient", short)
 	if short == 0 {
 		t.Error("no limit was short enough to fail a run: the test proves nothing")
+	}
+}
+
+// Row 74: a policy file named without .json or a slash is read as a
+// file when it exists, not taken for a preset.
+func TestPolicyShowFileByName(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile("mypolicy", []byte(`{"timeout": "7s"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := policyCmd([]string{"show", "mypolicy"}, &out, &errb); code != 0 || !strings.Contains(out.String(), `"timeout": "7s"`) {
+		t.Errorf("policy show mypolicy: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	if code := policyCmd([]string{"show", "--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "usage: airlock policy") {
+		t.Errorf("policy show --help: exit %d\n%s", code, out.String())
 	}
 }
 

@@ -175,6 +175,9 @@ func (f *runFlags) policy() (policy.Policy, error) {
 			p.Mounts = append(p.Mounts, m)
 		}
 	}
+	if err := duplicateTargets(p.Mounts); err != nil {
+		return p, err
+	}
 	for _, v := range f.tmpfs {
 		dst, size, _ := strings.Cut(v, ":")
 		m := policy.Mount{Type: policy.MountTmpfs, Target: dst}
@@ -328,6 +331,20 @@ func flagBind(name, v string, typ policy.MountType) (policy.Mount, error) {
 		return m, policy.Invalid("--"+name, "%s: the source does not exist on the host (%v)", v, errors.Unwrap(err))
 	}
 	return m, flagMount(name, v, m)
+}
+
+// duplicateTargets refuses two binds at the same target: the later would
+// hide the earlier without a word.
+func duplicateTargets(mounts []policy.Mount) error {
+	seen := map[string]string{}
+	for _, m := range mounts {
+		t := filepath.Clean(m.Target)
+		if prev, ok := seen[t]; ok {
+			return policy.Invalid("--"+string(m.Type), "%s and %s both mount at %s: the second would hide the first; give each its own target", prev, m.Source, t)
+		}
+		seen[t] = m.Source
+	}
+	return nil
 }
 
 // flagMount checks one mount as the policy would, in the flag's terms.
