@@ -56,7 +56,10 @@ func (o *reporter) report(res *executor.Result, p *policy.Policy) int {
 		enc := json.NewEncoder(o.stdout)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
-		enc.Encode(res)
+		if err := enc.Encode(res); err != nil {
+			// A closed stdout: the result is lost, but not silently.
+			fmt.Fprintf(o.stderr, "airlock: the JSON result could not be written to stdout: %v\n", err)
+		}
 	}
 	return res.ExitCode
 }
