@@ -490,9 +490,17 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 		return policy.Invalid("--"+name, "no such flag%s", hint)
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
-		return policy.Invalid("--"+name, "needs a value; see airlock %s --help", fs.Name())
+		return policy.Invalid(dashed(name), "needs a value; see airlock %s --help", fs.Name())
 	}
 	return policy.Invalid("flags", "%s", strings.ReplaceAll(msg, " -", " --"))
+}
+
+// dashed is a flag's name as written: -c, --timeout.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 func flagNames(fs *flag.FlagSet) []string {
