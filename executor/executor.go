@@ -233,6 +233,30 @@ type Request struct {
 	// written; when nil the stream is captured into the Result, capped at
 	// the policy's MaxOutput.
 	Stdout, Stderr io.Writer
+	// LimitStreams caps Stdout and Stderr (when set) at the policy's
+	// MaxOutput too, as captured streams are: past it the rest is
+	// dropped, the sandbox is killed and the status is output_limit.
+	// false = passed through whole.
+	LimitStreams bool
+	// Signals, if set, are delivered to the running program as they
+	// arrive (to the sandbox's pid 1: see nsjail.Sandbox.Signal), from
+	// its exec to its end: how the CLI passes on the SIGINT, SIGTERM,
+	// SIGHUP, ... it receives. Ending the run is the context's job.
+	Signals <-chan os.Signal
+}
+
+// ErrorResult is the Result of a request Execute refused or could not
+// run (err non-nil and no Result): status "error", err classified in
+// Error (class, retryable, stage, field, message, fix), and the exit code
+// its class gives (125, or 75 when a retry can help). nil for a nil err.
+// A caller that reports every outcome as a Result (the CLI's --json, a
+// server) uses it for the failures Execute returns without one.
+func ErrorResult(err error) *Result {
+	r := nsjail.ErrorResult(err)
+	if r == nil {
+		return nil
+	}
+	return &Result{Result: *r}
 }
 
 // Execute runs req and returns its Result. Program outcomes (non-zero
@@ -559,6 +583,8 @@ func (e *Executor) baseSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, li
 		Stdin:        req.Stdin,
 		Stdout:       req.Stdout,
 		Stderr:       req.Stderr,
+		Signals:      req.Signals,
+		LimitStreams: req.LimitStreams,
 		OutputLimit:  int64(p.MaxOutput),
 		InitPath:     e.cfg.InitPath,
 		SpawnPath:    e.cfg.SpawnPath,

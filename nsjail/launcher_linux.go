@@ -33,8 +33,11 @@ type Sandbox struct {
 	enforced Enforced
 	stdout   *capture
 	stderr   *capture
+	// stdoutCap and stderrCap cap the caller's writers (Spec.LimitStreams).
+	stdoutCap, stderrCap *streamCap
 
 	exited  chan struct{} // closed once the init is reaped
+	execd   chan struct{} // closed once the program was exec'd (signals are forwarded from then on)
 	waitErr error         // cmd.Wait's error, set before exited closes
 	// pid is the init's host pid. Forked by the supervisor, the init is
 	// cmd's process; started by the spawn helper (Spec.SpawnPath), cmd is
@@ -60,9 +63,10 @@ type Sandbox struct {
 	groupDone bool
 }
 
-// reasonCancelled is the kill reason when the caller's context ended; it
-// never appears in a Result (the run returns the context's error).
-const reasonCancelled Status = "cancelled"
+// reasonCancelled is the kill reason when the caller's context ended:
+// the Result's status is cancelled, and the run returns the context's
+// error with it.
+const reasonCancelled = StatusCancelled
 
 // Run starts a sandbox and waits for it. Every outcome of the program is
 // a Result with a nil error. A non-nil error means there is no trusted
@@ -82,13 +86,15 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 // setup_error Result with the error.
 func waitStarted(t0 time.Time, spec *Spec, sb *Sandbox, err error) (*Result, error) {
 	if errors.Is(err, errSetupTimeout) {
-		return &Result{Status: StatusTimeout, Signal: "SIGKILL", WallTimeMS: time.Since(t0).Milliseconds(),
-			Error: errSetupTimeout.Error(), Enforced: enforcedFor(spec)}, nil
+		return &Result{Status: StatusTimeout, ExitCode: 128 + int(syscall.SIGKILL), Signal: "SIGKILL", WallTimeMS: time.Since(t0).Milliseconds(),
+			Error: &policy.ErrorInfo{Class: policy.ClassUnavailable, Retryable: true, Stage: "init", Message: errSetupTimeout.Error(),
+				Fix: "a longer timeout, or a less loaded host"}, Enforced: enforcedFor(spec)}, nil
 	}
 	if err != nil {
 		var se *policy.SetupError
 		if errors.As(err, &se) {
-			return &Result{Status: StatusSetupError, Error: se.Stage + ": " + se.Err.Error(), Enforced: enforcedFor(spec)}, err
+			return &Result{Status: StatusSetupError, ExitCode: ExitCodeOf(err), WallTimeMS: time.Since(t0).Milliseconds(),
+				Error: policy.Describe(err), Enforced: enforcedFor(spec)}, err
 		}
 		return nil, err
 	}
@@ -112,6 +118,17 @@ func (s *Sandbox) outputs(spec *Spec) (stdout, stderr io.Writer) {
 		limit = policy.DefaultMaxOutput
 	}
 	stdout, stderr = spec.Stdout, spec.Stderr
+	if spec.LimitStreams {
+		overflow := func() { s.kill(StatusOutputLimit) }
+		if stdout != nil {
+			s.stdoutCap = &streamCap{w: stdout, left: limit, overflow: overflow}
+			stdout = s.stdoutCap
+		}
+		if stderr != nil {
+			s.stderrCap = &streamCap{w: stderr, left: limit, overflow: overflow}
+			stderr = s.stderrCap
+		}
+	}
 	if stdout == nil {
 		s.stdout = &capture{limit: limit, overflow: func() { s.kill(StatusOutputLimit) }}
 		stdout = s.stdout
@@ -147,7 +164,7 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 }
 
 func newSandbox(spec *Spec) *Sandbox {
-	s := &Sandbox{spec: spec, log: spec.Logger, exited: make(chan struct{}), enforced: enforcedFor(spec)}
+	s := &Sandbox{spec: spec, log: spec.Logger, exited: make(chan struct{}), execd: make(chan struct{}), enforced: enforcedFor(spec)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -308,6 +325,7 @@ func (s *Sandbox) run(c *initChannels) error {
 		return err
 	}
 	s.phase("exec")
+	close(s.execd)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package nsjail
 import (
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
@@ -69,6 +70,16 @@ type Spec struct {
 	// capped at OutputLimit bytes: past the cap the sandbox is killed and
 	// the status is output_limit.
 	Stdout, Stderr io.Writer
+	// Signals, if set, are delivered to the sandbox's pid 1 as they
+	// arrive, once the program was exec'd (see Sandbox.Signal): how a CLI
+	// forwards the signals it receives. Signals that arrive before the
+	// exec are dropped (there is no program yet to receive them); ending
+	// the run is the context's job.
+	Signals <-chan os.Signal
+	// LimitStreams caps Stdout and Stderr (when set) at OutputLimit too:
+	// past it the rest is dropped, the sandbox killed (output_limit) and
+	// the stream marked truncated. false = they get everything.
+	LimitStreams bool
 	// OutputLimit is the cap of each captured stream. 0 = 1 MiB.
 	OutputLimit int64
 	// InitPath is the binary re-executed as the init; it must call Init

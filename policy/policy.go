@@ -55,6 +55,10 @@ type Policy struct {
 	Timeout Duration `json:"timeout,omitempty"`
 	// CPUTime is a CPU-time budget for the whole run. 0 = none.
 	CPUTime Duration `json:"cpu_time,omitempty"`
+	// KillGrace is how long the program has to end after the CLI passed
+	// on a SIGINT or SIGTERM it received, before the sandbox is killed.
+	// 0 = 2s. (Library callers end a run with its context.)
+	KillGrace Duration `json:"kill_grace,omitempty"`
 	// Memory is the memory limit in bytes. 0 = the default, 512 MiB,
 	// applied by a cgroup where the host allows it and by rlimits
 	// otherwise; an explicit value needs a cgroup unless BestEffort.
@@ -116,6 +120,7 @@ const (
 	DefaultFileSize  = 1 << 30
 	DefaultOpenFiles = 1024
 	DefaultMaxOutput = 1 << 20
+	DefaultKillGrace = 2 * time.Second
 )
 
 // MemoryLimit is the memory limit in force: Memory, or the default.
@@ -172,6 +177,9 @@ func (p *Policy) fill() {
 	if p.MaxOutput == 0 {
 		p.MaxOutput = DefaultMaxOutput
 	}
+	if p.KillGrace == 0 {
+		p.KillGrace = Duration(DefaultKillGrace)
+	}
 	if p.Chdir == "" {
 		p.Chdir = "/workspace"
 	}
@@ -211,10 +219,44 @@ func Parse(data []byte) (Policy, error) {
 	if dec.More() {
 		return Policy{}, Invalid("policy", "trailing data after the JSON object")
 	}
+	if err := explicitZero(data, &p); err != nil {
+		return Policy{}, err
+	}
 	if err := p.Validate(); err != nil {
 		return Policy{}, err
 	}
 	return p, nil
+}
+
+// explicitZero refuses a limit written as zero: zero is never a silent
+// default. A field left out takes the default; one written 0 ("0s",
+// "0MiB") is a mistake or a belief that 0 means "unlimited", and either
+// way it must not quietly become 512 MiB.
+func explicitZero(data []byte, p *Policy) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil {
+		return nil
+	}
+	for _, z := range []struct {
+		name string
+		zero bool
+		def  string
+	}{
+		{"timeout", p.Timeout == 0, "30s"},
+		{"cpu_time", p.CPUTime == 0, "no CPU-time limit"},
+		{"kill_grace", p.KillGrace == 0, "2s"},
+		{"memory", p.Memory == 0, "512MiB"},
+		{"pids", p.Pids == 0, "256"},
+		{"cpus", p.CPUs == 0, "no CPU rate limit"},
+		{"file_size", p.FileSize == 0, "1GiB"},
+		{"open_files", p.OpenFiles == 0, "1024"},
+		{"max_output", p.MaxOutput == 0, "1MiB"},
+	} {
+		if _, ok := fields[z.name]; ok && z.zero {
+			return Invalid(z.name, "0 is not a limit: leave %s out for the default (%s)", z.name, z.def)
+		}
+	}
+	return nil
 }
 
 // decodeError says what is wrong with a policy document in a person's
@@ -303,6 +345,8 @@ func (p *Policy) Validate() error {
 		return Invalid("timeout", "must be positive")
 	case p.CPUTime < 0:
 		return Invalid("cpu_time", "must not be negative")
+	case p.KillGrace < 0:
+		return Invalid("kill_grace", "must not be negative")
 	case p.Memory != 0 && p.Memory < 1<<20:
 		return Invalid("memory", "%d bytes is below the 1 MiB minimum", p.Memory)
 	case p.Pids < 0:
@@ -421,7 +465,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 type Size int64
 
 // ParseSize parses a byte count with an optional binary suffix: K, KB,
-// KiB, M, MB, MiB, G, GB, GiB (all powers of 1024).
+// KiB, M, MB, MiB, G, GB, GiB, T, TB, TiB (all powers of 1024).
 func ParseSize(s string) (Size, error) {
 	t := strings.TrimSpace(s)
 	mult := int64(1)
@@ -429,7 +473,8 @@ func ParseSize(s string) (Size, error) {
 	for _, u := range []struct {
 		suffix string
 		mult   int64
-	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"TB", 1 << 40},
+		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40}, {"B", 1}} {
 		if strings.HasSuffix(up, u.suffix) {
 			t, mult = strings.TrimSpace(t[:len(t)-len(u.suffix)]), u.mult
 			break
@@ -437,7 +482,7 @@ func ParseSize(s string) (Size, error) {
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || n < 0 || n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("size %q: want a number with an optional K/M/G suffix", s)
+		return 0, fmt.Errorf("size %q: want a number with an optional K/M/G/T suffix", s)
 	}
 	return Size(n * mult), nil
 }
