@@ -147,6 +147,12 @@ func processUnmet(p Policy, fallback bool) []Unmet {
 	var out []Unmet
 	switch {
 	case p.Net == NetHost:
+	case p.Net == NetAllow:
+		// No waiver: without a network namespace of its own the program
+		// would have the host's whole network, not the allow-list.
+		out = append(out, Unmet{Control: "network isolation", Field: "net", Required: true,
+			Reason: "net allow needs a network namespace of its own (its only way out is the proxy); the process backend shares the host's",
+			Fix:    fix})
 	case p.Net == "" || fallback:
 		// The policy left the network at its default, or asked for the
 		// jail, whose refusal above names the cause.
