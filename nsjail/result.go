@@ -1,5 +1,7 @@
 package nsjail
 
+import "github.com/airlock-sandbox/airlock/egress"
+
 // Status is the outcome of a run.
 type Status string
 
@@ -30,6 +32,12 @@ type Result struct {
 	SeccompSyscall  string   `json:"seccomp_syscall"`
 	Enforced        Enforced `json:"enforced"`
 	Error           string   `json:"error,omitempty"`
+	// Network lists, with net allow, every connection the program asked
+	// the egress proxy for, in order: host, port, address, verdict,
+	// bytes up and down, duration. NetworkDropped counts those past the
+	// log's 4096 entries.
+	Network        []egress.Conn `json:"network,omitempty"`
+	NetworkDropped int           `json:"network_dropped,omitempty"`
 }
 
 // CgroupLimits are the limits of a run's cgroup; 0 = not limited.
@@ -51,7 +59,8 @@ type Enforced struct {
 	UIDMap string `json:"uid_map"`
 	// Rootfs is how the root was switched: "pivot_root".
 	Rootfs string `json:"rootfs"`
-	// Network is "none" (private namespace, lo only) or "host".
+	// Network is "none" (private namespace, lo only), "allow" (that,
+	// with the egress proxy as its one way out) or "host".
 	Network string `json:"network"`
 	// Limits is the backend of the memory and task limits: "cgroup2",
 	// "cgroup1", "rlimit", or "none" (a spec with neither).

@@ -30,8 +30,8 @@ import (
 // wireVersion changes with the layout: an init of another layout fails
 // its read with an error naming both (build tokens catch the rest).
 // Version 2: initConfig lost Ahead and Seccomp (one filter slot, in
-// programConfig).
-const wireVersion = 2
+// programConfig). Version 3: initConfig.EgressPort, initStatus.Egress.
+const wireVersion = 3
 
 // writeMsg sends one message: header and payload in a single write.
 func writeMsg(w io.Writer, payload []byte) error {
@@ -228,6 +228,7 @@ func (c *initConfig) marshal() []byte {
 	}
 	e.str(c.Staging)
 	e.int(int64(c.JoinCgroup))
+	e.int(int64(c.EgressPort))
 	return e.b
 }
 
@@ -246,6 +247,7 @@ func (c *initConfig) unmarshal(b []byte) error {
 	}
 	c.Staging = d.str()
 	c.JoinCgroup = d.smallInt()
+	c.EgressPort = d.smallInt()
 	return d.end()
 }
 
@@ -289,6 +291,7 @@ func (st *initStatus) marshal() []byte {
 	for _, m := range st.Marks {
 		e.int(m)
 	}
+	e.bool(st.Egress)
 	return e.b
 }
 
@@ -304,5 +307,6 @@ func (st *initStatus) unmarshal(b []byte) error {
 			st.Marks[i] = d.int()
 		}
 	}
+	st.Egress = d.bool()
 	return d.end()
 }
