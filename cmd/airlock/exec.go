@@ -55,5 +55,5 @@ func execCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return exitSetup
 	}
-	return runRequest(executor.Request{Language: *lang, Code: src, Argv: rest, Policy: p, Stdin: programStdin}, f.json, stdout, stderr)
+	return runRequest(executor.Request{Language: *lang, Code: src, Argv: rest, Policy: p, Stdin: programStdin}, f.json, f.verbose, stdout, stderr)
 }

@@ -32,11 +32,11 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 type runFlags struct {
 	policyFile, preset, timeout, cpuTime, memory, maxOutput string
-	workspace, chdir, net, backend                          string
+	workspace, chdir, backend                               string
 	pids                                                    int
 	cpus                                                    float64
-	roBinds, binds, tmpfs, setenv, envPass                  listFlag
-	json, bestEffort                                        bool
+	roBinds, binds, tmpfs, setenv, envPass, net             listFlag
+	json, bestEffort, verbose                               bool
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -47,7 +47,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.memory, "memory", "", "memory limit, e.g. 256MiB (default 512MiB)")
 	fs.IntVar(&f.pids, "pids", 0, "maximum number of tasks (default 256)")
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU rate limit in cores")
-	fs.StringVar(&f.net, "net", "", "network: none|loopback|host (default none)")
+	fs.Var(&f.net, "net", "network: none|loopback|host|allow:RULE[,RULE...]|deny:RULE[,...] (default none; allow and deny repeatable; see docs/network.md)")
 	fs.StringVar(&f.backend, "backend", "", "namespaces (default) or process (no isolation: rlimits, seccomp, process-group kill)")
 	fs.Var(&f.roBinds, "ro-bind", "bind host `SRC[:DST]` read-only (repeatable)")
 	fs.Var(&f.binds, "bind", "bind host `SRC[:DST]` writable (repeatable)")
@@ -59,6 +59,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.maxOutput, "max-output", "", "cap of each captured stream with --json (default 1MiB)")
 	fs.BoolVar(&f.json, "json", false, "capture output and print one JSON result")
 	fs.BoolVar(&f.bestEffort, "best-effort", false, "run even if some limits cannot be enforced (reported)")
+	fs.BoolVar(&f.verbose, "verbose", false, "also print each connection --net allow refused on stderr")
 }
 
 // policy builds the policy: preset or file, then the flags on top. A
@@ -114,8 +115,8 @@ func (f *runFlags) policy() (policy.Policy, error) {
 	if f.cpus != 0 {
 		p.CPUs = f.cpus
 	}
-	if f.net != "" {
-		p.Net = policy.Net(f.net)
+	if err := netFlags(&p, f.net); err != nil {
+		return p, err
 	}
 	if f.backend != "" {
 		p.Backend = f.backend
@@ -195,7 +196,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return exitSetup
 	}
-	return runRequest(executor.Request{Args: fs.Args(), Policy: p, Stdin: stdin}, f.json, stdout, stderr)
+	return runRequest(executor.Request{Args: fs.Args(), Policy: p, Stdin: stdin}, f.json, f.verbose, stdout, stderr)
 }
 
 // warnWeakened prints one line for each way p is weaker than the default
@@ -213,7 +214,7 @@ func warnWeakened(p policy.Policy, stderr io.Writer) {
 
 // runRequest runs one request through a new executor and reports it: the
 // program's output passed through, or one JSON result with --json.
-func runRequest(req executor.Request, asJSON bool, stdout, stderr io.Writer) int {
+func runRequest(req executor.Request, asJSON, verbose bool, stdout, stderr io.Writer) int {
 	if !asJSON {
 		req.Stdout, req.Stderr = stdout, stderr
 	}
@@ -228,6 +229,9 @@ func runRequest(req executor.Request, asJSON bool, stdout, stderr io.Writer) int
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := ex.Execute(ctx, req)
+	if verbose && res != nil {
+		printDenials(res.Network, stderr)
+	}
 	if asJSON && res != nil {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
