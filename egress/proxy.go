@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,6 +102,7 @@ type Proxy struct {
 	dial     func(ctx context.Context, network, address string) (net.Conn, error)
 	onDeny   func(Conn)
 	maxConns int
+	maxBytes int64
 	idle     time.Duration
 	budget   atomic.Int64 // bytes left
 
@@ -126,6 +128,24 @@ type record struct {
 	durationMS int64
 }
 
+// String describes the proxy's rules and limits, for a result's
+// enforced.egress.
+func (p *Proxy) String() string {
+	s := "HTTP (CONNECT, absolute URIs) and SOCKS5; allow " + joinRules(p.rules.allow)
+	if len(p.rules.deny) > 0 {
+		s += "; deny " + joinRules(p.rules.deny)
+	}
+	return s + fmt.Sprintf("; at most %d connections, %d bytes, idle %s", p.maxConns, p.maxBytes, p.idle)
+}
+
+func joinRules(rules []policy.NetRule) string {
+	out := make([]string, len(rules))
+	for i, r := range rules {
+		out[i] = r.String()
+	}
+	return strings.Join(out, ",")
+}
+
 // New returns a Proxy for cfg; it serves nothing until Serve.
 func New(cfg Config) (*Proxy, error) {
 	rules, err := Compile(cfg.Egress)
@@ -139,9 +159,8 @@ func New(cfg Config) (*Proxy, error) {
 	if p.dial == nil {
 		p.dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
 	}
-	var maxBytes int64
-	p.maxConns, maxBytes, p.idle = cfg.Egress.Limits()
-	p.budget.Store(maxBytes)
+	p.maxConns, p.maxBytes, p.idle = cfg.Egress.Limits()
+	p.budget.Store(p.maxBytes)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
 }

@@ -595,7 +595,7 @@ func enforcedFor(spec *Spec) Enforced {
 		e.Network = "host"
 	} else {
 		if spec.Egress != nil {
-			e.Network = "allow"
+			e.Network, e.Egress = "allow", fmt.Sprintf("proxy 127.0.0.1:%d inside; %s", spec.EgressPort, spec.Egress)
 		}
 		e.Namespaces = append(e.Namespaces, "net")
 	}

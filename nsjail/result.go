@@ -62,6 +62,9 @@ type Enforced struct {
 	// Network is "none" (private namespace, lo only), "allow" (that,
 	// with the egress proxy as its one way out) or "host".
 	Network string `json:"network"`
+	// Egress describes the egress proxy of net allow: where it listens
+	// inside, its rules and limits. "" without net allow.
+	Egress string `json:"egress,omitempty"`
 	// Limits is the backend of the memory and task limits: "cgroup2",
 	// "cgroup1", "rlimit", or "none" (a spec with neither).
 	Limits string `json:"limits"`
