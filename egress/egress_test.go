@@ -438,3 +438,33 @@ func TestEnv(t *testing.T) {
 		t.Errorf("env %v", env)
 	}
 }
+
+// A request head without end is cut at 64 KiB: the supervisor's memory
+// is not the sandbox's to fill.
+func TestHeadLimit(t *testing.T) {
+	p := newProxy(t, policy.Egress{Allow: []string{"localhost"}})
+	addr := serve(t, p)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	go func() {
+		io.WriteString(c, "GET http://localhost/ HTTP/1.1\r\nX-Long: ")
+		chunk := strings.Repeat("a", 4096)
+		for range 64 {
+			if _, err := io.WriteString(c, chunk); err != nil {
+				return
+			}
+		}
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("status %d, want 431", resp.StatusCode)
+	}
+}

@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,11 +20,15 @@ var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy
 // tunnel then carries anything, TLS untouched), or an absolute-URI
 // http:// request, forwarded with Connection: close (one request per
 // connection, so each is judged on its own).
-func (p *Proxy) serveHTTP(c net.Conn, br *bufio.Reader) {
+func (p *Proxy) serveHTTP(c net.Conn, br *bufio.Reader, head *capReader) {
 	req, err := http.ReadRequest(br)
 	if err != nil {
+		if errors.Is(err, errHeadTooLong) {
+			httpError(c, http.StatusRequestHeaderFieldsTooLarge, "airlock: request head over 64 KiB")
+		}
 		return
 	}
+	head.lift()
 	c.SetReadDeadline(time.Time{})
 	if req.Method == http.MethodConnect {
 		host, port, ok := splitHostPort(req.RequestURI)
@@ -87,7 +92,9 @@ func (p *Proxy) forward(r *record, c net.Conn, req *http.Request, up net.Conn) {
 		}
 		return
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(m), req)
+	rhead := &capReader{r: m, left: maxHead}
+	resp, err := http.ReadResponse(bufio.NewReader(rhead), req)
+	rhead.lift()
 	if err != nil {
 		if m.why == "" {
 			m.why = fmt.Sprintf("response: %v", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
@@ -327,18 +328,48 @@ func (p *Proxy) open(protocol, host string, port uint16) (*record, net.Conn) {
 // serveConn serves one connection from the sandbox: SOCKS5 when its
 // first byte is 5, HTTP otherwise.
 func (p *Proxy) serveConn(c net.Conn) {
-	br := bufio.NewReader(c)
+	head := &capReader{r: c, left: maxHead}
+	br := bufio.NewReader(head)
 	c.SetReadDeadline(time.Now().Add(p.idle))
 	first, err := br.Peek(1)
 	if err != nil {
 		return
 	}
 	if first[0] == 5 {
-		p.serveSOCKS(c, br)
+		p.serveSOCKS(c, br, head)
 	} else {
-		p.serveHTTP(c, br)
+		p.serveHTTP(c, br, head)
 	}
 }
+
+// maxHead bounds a request's head (HTTP request line and headers, the
+// SOCKS5 greeting and request) and a response's head: the supervisor's
+// memory is not the sandbox's to fill.
+const maxHead = 64 << 10
+
+// capReader reads at most left bytes while on (the head), then, once
+// lifted, without limit (the body, the tunnel).
+type capReader struct {
+	r      io.Reader
+	left   int
+	lifted bool
+}
+
+var errHeadTooLong = errors.New("egress: request or response head over 64 KiB")
+
+func (c *capReader) Read(b []byte) (int, error) {
+	if c.lifted {
+		return c.r.Read(b)
+	}
+	if c.left <= 0 {
+		return 0, errHeadTooLong
+	}
+	n, err := c.r.Read(b[:min(len(b), c.left)])
+	c.left -= n
+	return n, err
+}
+
+func (c *capReader) lift() { c.lifted = true }
 
 // relay copies both ways between the sandbox's connection (with what
 // its reader holds already) and upstream, counting bytes, until both

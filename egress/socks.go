@@ -28,7 +28,7 @@ const (
 // serveSOCKS serves one SOCKS5 request: no authentication, CONNECT
 // only, to an IPv4, IPv6 or domain-name address (the name is resolved
 // here, never in the sandbox).
-func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
+func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader, head *capReader) {
 	var hdr [2]byte
 	if _, err := io.ReadFull(br, hdr[:]); err != nil {
 		return
@@ -85,6 +85,7 @@ func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
+	head.lift()
 	r, up := p.open("socks5", host, binary.BigEndian.Uint16(pb[:]))
 	if up == nil {
 		if r.Denied() {
