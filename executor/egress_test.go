@@ -365,3 +365,51 @@ func TestEgressWarmPool(t *testing.T) {
 		t.Errorf("pool stats %+v: the request did not run warm", st)
 	}
 }
+
+// TestEgressNothingLeft: the listener never reaches the program (its
+// fds are 0-2; it cannot bind the proxy's port, which the listener
+// holds), and no run leaves an fd, a process, a cgroup or a workspace
+// behind: an ordinary run, a run whose exec fails after the proxy
+// started, a run cancelled mid-connection, and a pool's prepared
+// sandboxes closed unused.
+func TestEgressNothingLeft(t *testing.T) {
+	testutil.RequireBinary(t, "python3")
+	s := newEgressServers(t, nil)
+	work := testutil.WorldReadableDir(t)
+	fds := testutil.CountFDs(t)
+	ex, err := executor.New(executor.Config{WorkDir: work, Pool: executor.PoolConfig{Size: 2, Policy: egressPolicy("pool.invalid")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := egressPolicy(fmt.Sprintf("127.0.0.1:%d", s.pport))
+	code := `import os, socket
+print(sorted(int(f) for f in os.listdir("/proc/self/fd"))[:3])
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", 3128)); print("bound")
+except OSError as e:
+    print("bind", e.errno)
+`
+	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"python3", "-c", code}, Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[0, 1, 2]\nbind 98\n"; res.Stdout != want {
+		t.Errorf("stdout %q, want %q; stderr %s", res.Stdout, want, res.Stderr)
+	}
+	if _, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/no/such/program"}, Policy: p}); err == nil {
+		t.Error("a missing program ran")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	hang := fmt.Sprintf(`import socket
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n")
+print(s.recv(100), flush=True)
+s.recv(100)`, s.pport)
+	if _, err := ex.Execute(ctx, executor.Request{Args: []string{"python3", "-c", hang}, Policy: p}); err == nil {
+		t.Error("the cancelled run has a result")
+	}
+	ex.Close()
+	testutil.CheckNothingLeft(t, testutil.Left{Work: work, FDs: fds})
+}
