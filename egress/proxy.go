@@ -88,6 +88,10 @@ type Config struct {
 	OnDeny func(Conn)
 }
 
+// maxDials bounds the addresses of one name tried in turn (10 s each at
+// most).
+const maxDials = 4
+
 // maxLog bounds the connection log; later connections are counted in
 // Dropped only.
 const maxLog = 4096
@@ -311,7 +315,7 @@ func (p *Proxy) open(protocol, host string, port uint16) (*record, net.Conn) {
 	}
 	r.Verdict = "allowed"
 	var lastErr error
-	for _, a := range d.addrs {
+	for _, a := range d.addrs[:min(len(d.addrs), maxDials)] {
 		ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 		c, err := p.dial(ctx, "tcp", netip.AddrPortFrom(a, port).String())
 		cancel()
