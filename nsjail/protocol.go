@@ -30,7 +30,7 @@ import (
 //	                                              inside (SCM_RIGHTS)]
 //	                                             confine: cgroupns, fds,
 //	                                              capabilities, no_new_privs
-//	fd 4: read one message              <-----  {prepared, marks}
+//	fd 4: read until "prepared"         <-----  {prepared, marks}
 //	      [a prepared sandbox of a warm pool waits here for a request]
 //	[warm: write programConfig, close]  ----->  read it
 //	                                             rlimits, chdir, lookup
