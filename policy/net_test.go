@@ -141,3 +141,18 @@ func TestProcessBackendRefusesNetAllow(t *testing.T) {
 	}
 	t.Error("net allow on the process backend is waivable")
 }
+
+func TestNetAllowWeakeningsAndLimits(t *testing.T) {
+	p := Default()
+	p.Net, p.Egress.Allow = NetAllow, []string{"pypi.org", "127.0.0.1:8080"}
+	if w := strings.Join(p.Weakenings(), "; "); !strings.Contains(w, "net: allow pypi.org,127.0.0.1:8080") {
+		t.Errorf("weakenings %q", w)
+	}
+	if c, b, i := p.Egress.Limits(); c != DefaultMaxConnections || b != DefaultMaxBytes || i != DefaultIdleTimeout {
+		t.Errorf("default limits %d %d %s", c, b, i)
+	}
+	p.Egress.MaxConnections, p.Egress.MaxBytes = 3, 1000
+	if c, b, _ := p.Egress.Limits(); c != 3 || b != 1000 {
+		t.Errorf("limits %d %d", c, b)
+	}
+}
