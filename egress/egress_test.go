@@ -202,6 +202,21 @@ func TestProxyLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := serve(t, p)
+	// A reader of the log while connections run (the race detector
+	// watches).
+	stopLog := make(chan struct{})
+	defer close(stopLog)
+	go func() {
+		for {
+			select {
+			case <-stopLog:
+				return
+			default:
+				p.Log()
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
 	c := client(addr, &tls.Config{RootCAs: secure.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs})
 	if code, body := get(t, c, plain.URL+"/a"); code != 200 || body != "plain /a" {
 		t.Errorf("plain: %d %q", code, body)

@@ -171,11 +171,12 @@ func (w *idleWriter) Write(b []byte) (int, error) {
 }
 
 func httpRefusal(c net.Conn, r *record) {
-	if r.Denied() {
-		httpError(c, http.StatusForbidden, "airlock: "+r.Verdict)
+	e := r.snapshot()
+	if e.Denied() {
+		httpError(c, http.StatusForbidden, "airlock: "+e.Verdict)
 		return
 	}
-	httpError(c, http.StatusBadGateway, "airlock: "+r.errEnd)
+	httpError(c, http.StatusBadGateway, "airlock: "+e.Error)
 }
 
 func httpError(c net.Conn, code int, msg string) {

@@ -260,15 +260,23 @@ func (p *Proxy) Log() ([]Conn, int) {
 }
 
 func (r *record) snapshot() Conn {
+	r.mu.Lock()
 	c := r.Conn
 	c.BytesUp, c.BytesDown = r.up.Load(), r.down.Load()
-	r.mu.Lock()
 	c.Error, c.DurationMS = r.errEnd, r.durationMS
 	if c.DurationMS == 0 {
 		c.DurationMS = time.Since(r.start).Milliseconds()
 	}
 	r.mu.Unlock()
 	return c
+}
+
+// set records the verdict and the address dialled (Log may read them
+// meanwhile).
+func (r *record) set(verdict, address string) {
+	r.mu.Lock()
+	r.Verdict, r.Address = verdict, address
+	r.mu.Unlock()
 }
 
 func (r *record) end(errEnd string) {
@@ -306,21 +314,21 @@ func (p *Proxy) open(protocol, host string, port uint16) (*record, net.Conn) {
 		cancel()
 	}
 	if d.denied != "" {
-		r.Verdict = "denied: " + d.denied
+		r.set("denied: "+d.denied, "")
 		r.end("")
 		if p.onDeny != nil {
 			p.onDeny(r.snapshot())
 		}
 		return r, nil
 	}
-	r.Verdict = "allowed"
+	r.set("allowed", "")
 	var lastErr error
 	for _, a := range d.addrs[:min(len(d.addrs), maxDials)] {
 		ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 		c, err := p.dial(ctx, "tcp", netip.AddrPortFrom(a, port).String())
 		cancel()
 		if err == nil {
-			r.Address = a.String()
+			r.set("allowed", a.String())
 			return r, c
 		}
 		lastErr = err

@@ -88,7 +88,7 @@ func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader, head *capReader) {
 	head.lift()
 	r, up := p.open("socks5", host, binary.BigEndian.Uint16(pb[:]))
 	if up == nil {
-		if r.Denied() {
+		if r.snapshot().Denied() {
 			socksReply(c, repNotAllowed)
 		} else {
 			socksReply(c, repHostUnreach)
