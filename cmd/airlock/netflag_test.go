@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,5 +84,23 @@ func TestNetAllowCLI(t *testing.T) {
 		if _, ok := entry[0].(map[string]any)[k]; !ok {
 			t.Errorf("network entry lacks %q: %v", k, entry[0])
 		}
+	}
+}
+
+// posture under --net allow: the sandbox still has only lo (the proxy
+// is its one way out, not an interface), the proxy variables are set,
+// and the report names the egress mode.
+func TestNetAllowPosture(t *testing.T) {
+	r := postureJSON(t, "--net", "allow:pypi.org,127.0.0.1:8080")
+	if !slices.Equal(r.Interfaces, []string{"lo"}) {
+		t.Errorf("interfaces %v, want lo only", r.Interfaces)
+	}
+	for _, k := range []string{"HTTP_PROXY", "https_proxy", "ALL_PROXY", "NO_PROXY"} {
+		if !slices.Contains(r.EnvNames, k) {
+			t.Errorf("%s not set inside: %v", k, r.EnvNames)
+		}
+	}
+	if r.Enforced.Network != "allow" || !strings.Contains(r.Enforced.Egress, "127.0.0.1:3128") || !strings.Contains(r.Enforced.Egress, "allow pypi.org,127.0.0.1:8080") {
+		t.Errorf("enforced network %q egress %q", r.Enforced.Network, r.Enforced.Egress)
 	}
 }
