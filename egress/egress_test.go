@@ -483,3 +483,54 @@ func TestHeadLimit(t *testing.T) {
 		t.Errorf("status %d, want 431", resp.StatusCode)
 	}
 }
+
+// SOCKS5 edge cases: only no-authentication, only CONNECT; an IPv6
+// address is judged like any other.
+func TestSOCKSEdges(t *testing.T) {
+	p := newProxy(t, policy.Egress{Allow: []string{"[::/0]:443"}})
+	addr := serve(t, p)
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		return c, bufio.NewReader(c)
+	}
+	// Username/password only: no acceptable method.
+	c, br := dial()
+	c.Write([]byte{5, 1, 2})
+	var b [2]byte
+	if _, err := io.ReadFull(br, b[:]); err != nil || b != [2]byte{5, 0xff} {
+		t.Errorf("auth-only greeting: %v %v", b, err)
+	}
+	c.Close()
+	// UDP ASSOCIATE and BIND are refused with "command not supported".
+	for _, cmd := range []byte{2, 3} {
+		c, br := dial()
+		c.Write([]byte{5, 1, 0})
+		io.ReadFull(br, b[:])
+		c.Write([]byte{5, cmd, 0, atypIPv4, 127, 0, 0, 1, 0, 80})
+		var rep [10]byte
+		if _, err := io.ReadFull(br, rep[:]); err != nil || rep[1] != repCmdUnsupp {
+			t.Errorf("command %d: reply %v %v", cmd, rep, err)
+		}
+		c.Close()
+	}
+	// An IPv6 ULA under a rule for every IPv6 address on 443: refused.
+	c, br = dial()
+	c.Write([]byte{5, 1, 0})
+	io.ReadFull(br, b[:])
+	req := append([]byte{5, 1, 0, atypIPv6}, netip.MustParseAddr("fd00::1").AsSlice()...)
+	c.Write(binary.BigEndian.AppendUint16(req, 443))
+	var rep [10]byte
+	if _, err := io.ReadFull(br, rep[:]); err != nil || rep[1] != repNotAllowed {
+		t.Errorf("fd00::1: reply %v %v", rep, err)
+	}
+	c.Close()
+	log, _ := p.Close()
+	if len(log) != 3 || !strings.Contains(log[0].Verdict, "SOCKS5 command 2") || !strings.Contains(log[1].Verdict, "SOCKS5 command 3") ||
+		log[2].Host != "fd00::1" || !strings.Contains(log[2].Verdict, "unique local") {
+		t.Errorf("log %+v", log)
+	}
+}

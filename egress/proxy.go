@@ -290,16 +290,34 @@ func (r *record) end(errEnd string) {
 	}
 }
 
-// open judges and dials one request. It returns the upstream
-// connection, or nil and the record of the denial or failure.
-func (p *Proxy) open(protocol, host string, port uint16) (*record, net.Conn) {
+// logRequest adds a request to the log.
+func (p *Proxy) logRequest(protocol, host string, port uint16) *record {
 	r := &record{Conn: Conn{Host: host, Port: int(port), Protocol: protocol}, start: time.Now()}
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if len(p.log) < maxLog {
 		p.log = append(p.log, r)
 	} else {
 		p.dropped++
 	}
+	return r
+}
+
+// refuse logs a request refused before its destination was judged.
+func (p *Proxy) refuse(protocol, host string, port uint16, reason string) {
+	r := p.logRequest(protocol, host, port)
+	r.set("denied: "+reason, "")
+	r.end("")
+	if p.onDeny != nil {
+		p.onDeny(r.snapshot())
+	}
+}
+
+// open judges and dials one request. It returns the upstream
+// connection, or nil and the record of the denial or failure.
+func (p *Proxy) open(protocol, host string, port uint16) (*record, net.Conn) {
+	r := p.logRequest(protocol, host, port)
+	p.mu.Lock()
 	n := len(p.active)
 	p.mu.Unlock()
 	var d decision

@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -81,6 +82,7 @@ func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader, head *capReader) {
 		return
 	}
 	if req[1] != socksConnect {
+		p.refuse("socks5", host, binary.BigEndian.Uint16(pb[:]), fmt.Sprintf("SOCKS5 command %d (only CONNECT is served)", req[1]))
 		socksReply(c, repCmdUnsupp)
 		return
 	}
