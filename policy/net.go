@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -319,7 +320,11 @@ func (n *netJSON) UnmarshalJSON(b []byte) error {
 		dec.DisallowUnknownFields()
 		var e Egress
 		if err := dec.Decode(&e); err != nil {
-			return fmt.Errorf("net: %s (net is none, loopback, host, or {\"allow\": [...], \"deny\": [...]})", strings.TrimPrefix(err.Error(), "json: "))
+			var typ *json.UnmarshalTypeError
+			if errors.As(err, &typ) {
+				return Invalid("net."+typ.Field, "a %s cannot be %s", typ.Value, kindOf(typ.Type))
+			}
+			return Invalid("net", "%s (net is none, loopback, host, or {\"allow\": [...], \"deny\": [...]})", strings.TrimPrefix(err.Error(), "json: "))
 		}
 		n.mode, n.egress = NetAllow, e
 		return nil

@@ -109,6 +109,8 @@ func TestPolicyNetErrors(t *testing.T) {
 		{`{"net": {"allow": ["a.com"], "max_connections": -1}}`, "net.max_connections", "negative"},
 		{`{"net": {"allow": ["a.com"], "bogus": 1}}`, "net", "bogus"},
 		{`{"net": 5}`, "net", "none, loopback, host"},
+		{`{"net": {"allow": "pypi.org"}}`, "net.allow", "a string cannot be a list"},
+		{`{"net": {"allow": ["a.b"], "max_connections": "many"}}`, "net.max_connections", "a string cannot be a whole number"},
 		{`{"net": "wide"}`, "net", "none, loopback, host, allow"},
 	} {
 		_, err := Parse([]byte(c.doc))

@@ -238,7 +238,10 @@ func decodeError(data []byte, isJSON bool, err error) error {
 	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var inv *InvalidError
 	switch {
+	case errors.As(err, &inv):
+		return inv // a value's own decoder named its field (net)
 	case errors.As(err, &syn):
 		return Invalid("policy", "JSON syntax error%s: %s", at(syn.Offset), strings.TrimPrefix(syn.Error(), "json: "))
 	case errors.As(err, &typ):
