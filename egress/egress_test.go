@@ -534,3 +534,37 @@ func TestSOCKSEdges(t *testing.T) {
 		t.Errorf("log %+v", log)
 	}
 }
+
+// A flood of idle connections past max_connections is refused at once:
+// the proxy holds at most the cap's connections in their head phase.
+func TestConnectionFlood(t *testing.T) {
+	p := newProxy(t, policy.Egress{Allow: []string{"localhost"}, MaxConnections: 2})
+	addr := serve(t, p)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 20 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for deadline := time.Now().Add(10 * time.Second); p.serving() > 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections held, want at most 2", p.serving())
+		}
+	}
+	log, _ := p.Close()
+	if len(log) != 18 {
+		t.Fatalf("%d log entries, want 18 refusals", len(log))
+	}
+	for _, e := range log {
+		if !strings.Contains(e.Verdict, "more than 2 concurrent connections") {
+			t.Errorf("entry %+v", e)
+		}
+	}
+}

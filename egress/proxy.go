@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -196,13 +197,45 @@ func (p *Proxy) Serve(ln net.Listener) {
 			c.Close()
 			return
 		}
+		n := p.serving()
+		if n > 2*p.maxConns {
+			// Far over the cap: closed unanswered, so that the
+			// connections held stay bounded by the cap.
+			p.refuse("", "", 0, fmt.Sprintf("more than %d concurrent connections (net.max_connections)", p.maxConns))
+			p.track(c, false)
+			c.Close()
+			continue
+		}
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
 			defer p.track(c, false)
 			defer c.Close()
+			if n > p.maxConns {
+				p.overCap(c) // no head of it is read or held
+				return
+			}
 			p.serveConn(c)
 		}()
+	}
+}
+
+// overCap refuses a connection over the concurrent cap, in its own
+// protocol, reading only its first byte.
+func (p *Proxy) overCap(c net.Conn) {
+	reason := fmt.Sprintf("more than %d concurrent connections (net.max_connections)", p.maxConns)
+	c.SetDeadline(time.Now().Add(time.Second))
+	var b [1]byte
+	_, err := io.ReadFull(c, b[:])
+	switch {
+	case err != nil:
+		p.refuse("", "", 0, reason)
+	case b[0] == socksVersion:
+		p.refuse("socks5", "", 0, reason)
+		c.Write([]byte{socksVersion, socksNoMethod})
+	default:
+		p.refuse("http", "", 0, reason)
+		httpError(c, http.StatusForbidden, "airlock: denied: "+reason)
 	}
 }
 
@@ -317,13 +350,8 @@ func (p *Proxy) refuse(protocol, host string, port uint16, reason string) {
 // connection, or nil and the record of the denial or failure.
 func (p *Proxy) open(protocol, host string, port uint16) (*record, net.Conn) {
 	r := p.logRequest(protocol, host, port)
-	p.mu.Lock()
-	n := len(p.active)
-	p.mu.Unlock()
 	var d decision
 	switch {
-	case n > p.maxConns:
-		d = deny("more than %d concurrent connections (net.max_connections)", p.maxConns)
 	case p.budget.Load() <= 0:
 		d = deny("the byte limit is spent (net.max_bytes)")
 	default:
