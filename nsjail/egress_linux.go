@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,6 +60,20 @@ func (s *Sandbox) keepEgressListener(fd int) error {
 			return fmt.Errorf("a second egress listener")
 		}
 		s.egressLn = ln
+	}
+	return nil
+}
+
+// checkEgressListener fails closed when the init was to make a listener
+// and reported prepared without sending it.
+func (s *Sandbox) checkEgressListener() error {
+	if s.spec.EgressPort == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.egressLn == nil {
+		return &policy.SetupError{Stage: "egress listener", Err: fmt.Errorf("the init reported prepared without the listener on 127.0.0.1:%d", s.spec.EgressPort)}
 	}
 	return nil
 }

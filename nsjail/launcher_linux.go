@@ -284,7 +284,11 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 			return err
 		}
 	}
-	if err := s.awaitPrepared(c.statusR); err != nil {
+	err := s.awaitPrepared(c.statusR)
+	if err == nil {
+		err = s.checkEgressListener()
+	}
+	if err != nil {
 		s.Kill()
 		<-s.exited
 		return err
