@@ -45,6 +45,14 @@ func BenchmarkExecute(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cold.Close()
+	// The same cold start without Landlock's second layer (as on a host
+	// without it), measured in the same loop, in alternating order.
+	plain, err := executor.New(executor.Config{WorkDir: work, InitPath: os.Getenv("AIRLOCK_BENCH_INIT"), SpawnPath: os.Getenv("AIRLOCK_BENCH_SPAWN")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plain.Close()
+	executor.SimulateLandlock(plain, 0)
 	const size = 2
 	warmPhases := &phaseLog{}
 	warm, err := executor.New(executor.Config{WorkDir: work, Logger: slog.New(warmPhases), Pool: executor.PoolConfig{Size: size, Policy: pol}})
@@ -62,14 +70,14 @@ func BenchmarkExecute(b *testing.B) {
 		}
 		return d
 	}
-	var bare, coldT, warmT []time.Duration
+	var bare, coldT, plainT, warmT []time.Duration
 	b.ResetTimer()
 	full := func() {
 		if !testutil.WaitFor(time.Minute, func() bool { return warm.PoolStats().Ready == size }) {
 			b.Fatalf("the pool did not refill: %+v", warm.PoolStats())
 		}
 	}
-	for range b.N {
+	for i := range b.N {
 		// Nothing runs in the background while a row is timed: the pool
 		// is full (its refill after the last warm request is done).
 		full()
@@ -78,7 +86,13 @@ func BenchmarkExecute(b *testing.B) {
 			b.Fatal(err)
 		}
 		bare = append(bare, time.Since(t0))
-		coldT = append(coldT, run(cold))
+		if i%2 == 0 {
+			coldT = append(coldT, run(cold))
+			plainT = append(plainT, run(plain))
+		} else {
+			plainT = append(plainT, run(plain))
+			coldT = append(coldT, run(cold))
+		}
 		full()
 		before := warm.PoolStats().Warm
 		warmT = append(warmT, run(warm))
@@ -96,6 +110,11 @@ func BenchmarkExecute(b *testing.B) {
 	b.ReportMetric(mc, "cold-ms")
 	b.ReportMetric(mw, "warm-ms")
 	b.ReportMetric(mc-mb, "cold-overhead-ms")
+	if cold.Host().LandlockABI() > 0 {
+		mp := med(plainT)
+		b.ReportMetric(mp, "cold-nolandlock-ms")
+		b.ReportMetric(mc-mp, "landlock-ms")
+	}
 	b.ReportMetric(mw-mb, "warm-overhead-ms")
 	// Where a cold start's milliseconds go: the median time from the
 	// clone to the end of each phase (nsjail logs them at debug level).

@@ -33,6 +33,10 @@ type Capabilities struct {
 	// an unprivileged uid and the process-group kill.
 	Namespaces     bool   `json:"namespaces"`
 	NamespacesNote string `json:"namespaces_note,omitempty"`
+	// Landlock is the Landlock ABI rulesets are written for here, 0 =
+	// none: the process backend's filesystem and network isolation, and
+	// a second layer in the jail.
+	Landlock int `json:"landlock"`
 	// Languages installed, by canonical name.
 	Languages []string `json:"languages"`
 	// Kernel release.
@@ -55,6 +59,7 @@ func (e *Executor) Capabilities() Capabilities {
 		Sessions:   true,
 		Languages:  names(e.langs),
 		Kernel:     e.host.Kernel,
+		Landlock:   e.host.LandlockABI(),
 	}
 	if !jail {
 		c.Backend, c.NamespacesNote = "process", jailErr.Error()

@@ -468,7 +468,7 @@ func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, er
 		}
 	}
 	if enf.Process() {
-		return e.processSpec(req, p, rl, limits, filter)
+		return e.processSpec(req, p, enf, rl, limits, filter)
 	}
 	extra, err := userMounts(p)
 	if err != nil {
@@ -486,6 +486,7 @@ func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, er
 	}
 	spec := e.baseSpec(req, p, rl, limits, filter)
 	spec.Env, spec.Dir, spec.HostNetwork, spec.Plan = environment(p), p.Chdir, hostNet, plan
+	spec.Landlock = landlock(enf, plan, false)
 	if p.Network() == policy.NetAllow {
 		// The request's own rules: a pooled sandbox has the listener
 		// (its jail), the proxy comes with each request.
@@ -497,11 +498,21 @@ func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, er
 	return spec, nil
 }
 
+// landlock is a run's Landlock ruleset, as policy.Check decided: the
+// paths of plan (the process backend's on the host: onHost), and its
+// TCP denial and scopes.
+func landlock(enf policy.Enforcement, plan rootfs.Plan, onHost bool) nsjail.Landlock {
+	if enf.Landlock == 0 {
+		return nsjail.Landlock{}
+	}
+	return nsjail.Landlock{ABI: enf.Landlock, Paths: nsjail.LandlockPaths(plan, onHost), Net: enf.LandlockNet, Scope: enf.LandlockScope}
+}
+
 // processSpec is the process backend's spec: the program runs in the
 // workspace directory on the host, with the policy's environment only.
 // What it cannot do (mounts, another working directory, the network) was
 // refused or listed by policy.Check.
-func (e *Executor) processSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, limits *cgroups.Limits, filter *seccomp.Filter) (nsjail.Spec, error) {
+func (e *Executor) processSpec(req Request, p policy.Policy, enf policy.Enforcement, rl []nsjail.Rlimit, limits *cgroups.Limits, filter *seccomp.Filter) (nsjail.Spec, error) {
 	if p.Workspace == "" {
 		return nsjail.Spec{}, policy.Invalid("workspace", "the process backend runs in a host workspace directory (Execute makes one)")
 	}
@@ -513,7 +524,37 @@ func (e *Executor) processSpec(req Request, p policy.Policy, rl []nsjail.Rlimit,
 	}
 	spec := e.baseSpec(req, p, rl, limits, filter)
 	spec.Env, spec.Dir, spec.Process = env, p.Workspace, true
+	if enf.Landlock > 0 {
+		// What the jail's plan would bind, on the host: the system
+		// directories read and execute, the workspace read and write;
+		// temporary files go to the workspace, the one writable place.
+		// The policy's binds (each a host path at its own path: Check
+		// refused the rest) are rules too.
+		extra, err := userMounts(p)
+		if err != nil {
+			return nsjail.Spec{}, err
+		}
+		plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, HostNetwork: p.Network() == policy.NetHost, Extra: extra})
+		if err != nil {
+			return nsjail.Spec{}, &policy.SetupError{Stage: "landlock", Err: err}
+		}
+		spec.Landlock = landlock(enf, plan, true)
+		spec.Env = setEnv(spec.Env, "TMPDIR", p.Workspace)
+	}
 	return spec, nil
+}
+
+// setEnv sets k=v in env unless env sets k already (a policy's Setenv
+// wins), keeping it sorted.
+func setEnv(env []string, k, v string) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, k+"=") {
+			return env
+		}
+	}
+	env = append(env, k+"="+v)
+	slices.Sort(env)
+	return env
 }
 
 // baseSpec holds what both backends' specs share.

@@ -18,3 +18,17 @@ func SimulateNoNamespaces(e *Executor, err error) {
 	}
 	e.host.Set(c)
 }
+
+// SimulateLandlock makes e behave as on a host whose kernel has Landlock
+// ABI abi (0: none), for the tests of the checks that need it.
+func SimulateLandlock(e *Executor, abi int) {
+	e.host.Landlock = abi
+	for _, c := range []struct {
+		id  policy.CheckID
+		min int
+	}{{policy.CheckLandlock, policy.LandlockFS}, {policy.CheckLandlockNet, policy.LandlockNet}, {policy.CheckLandlockScope, policy.LandlockScope}} {
+		cap := e.host.Get(c.id)
+		cap.OK, cap.Detail, cap.Fix = abi >= c.min, "simulated", "a newer kernel"
+		e.host.Set(cap)
+	}
+}

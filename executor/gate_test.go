@@ -40,11 +40,12 @@ func loopbackServer(t *testing.T) (string, *atomic.Int64) {
 
 // Issue 24: `--backend process --net none` ran on the host's network (a
 // program reached an HTTP server on the host's loopback, and the result
-// said nothing). An explicit net none on the process backend is refused
-// before anything runs; best_effort runs it and lists the network as not
-// enforced; the process backend with the network left at its default
-// runs on the host's network and says so; the jail's net none does not
-// reach the host.
+// said nothing). Issue 21: under Landlock network rules (ABI 4) the
+// process backend's net none, and its default, deny TCP, and the result
+// says so; on a kernel without them an explicit net none is refused
+// before anything runs, naming the ABI, best_effort runs it and lists the
+// network as not enforced, and the default runs on the host's network
+// and says so; the jail's net none does not reach the host.
 func TestProcessBackendNetNone(t *testing.T) {
 	py := testutil.RequireBinary(t, "python3")
 	url, conns := loopbackServer(t)
@@ -58,6 +59,18 @@ func TestProcessBackendNetNone(t *testing.T) {
 		return ex.Execute(t.Context(), executor.Request{Args: fetch, Policy: p})
 	}
 
+	abi := requireLandlock(t, ex, policy.LandlockNet)
+	for _, net := range []policy.Net{policy.NetNone, ""} {
+		res, err := run(policy.Policy{Backend: "process", Net: net})
+		if err != nil || res.Status == nsjail.StatusOK || res.Enforced.Network != "landlock" || res.Enforced.Landlock != abi || slices.Contains(res.Enforced.NotEnforced, "network isolation") {
+			t.Fatalf("process backend, net %q, landlock: %+v, %v; want a run that fails to connect, under landlock", net, res, err)
+		}
+	}
+	if n := conns.Load(); n != 0 {
+		t.Fatalf("under Landlock, the host's listener saw %d connections", n)
+	}
+
+	executor.SimulateLandlock(ex, 0)
 	res, err := run(policy.Policy{Backend: "process", Net: policy.NetNone})
 	var u *policy.UnsupportedError
 	if res != nil || !errors.As(err, &u) || !errors.Is(err, executor.ErrUnsupported) || u.Control != "network isolation" || u.Fix == "" {
@@ -110,6 +123,9 @@ func TestFieldsReachSpec(t *testing.T) {
 		var want []string // not enforced
 		if backend == "process" {
 			want = []string{"filesystem isolation"}
+			if ex.Host().LandlockABI() > 0 {
+				want = []string{"unix socket isolation"}
+			}
 		}
 		if cgroup {
 			p.CPUs = 0.5

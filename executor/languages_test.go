@@ -8,6 +8,7 @@ import (
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 // One program per language: print hello, its arguments, a line of stdin
@@ -46,10 +47,31 @@ func TestLanguages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ex.Close()
+	runLanguages(t, ex, policy.Policy{}, nil)
+	if _, err := ex.Execute(t.Context(), executor.Request{Language: "cobol", Code: "x"}); !errors.Is(err, executor.ErrInvalid) {
+		t.Errorf("unknown language: %v", err)
+	}
+	if _, err := ex.Execute(t.Context(), executor.Request{Language: "python", Code: "x", Args: []string{"true"}}); !errors.Is(err, executor.ErrInvalid) {
+		t.Errorf("Args and Language together: %v", err)
+	}
+	if _, err := ex.Execute(t.Context(), executor.Request{Language: "python", Code: "x", Input: []byte("{nope")}); !errors.Is(err, executor.ErrInvalid) {
+		t.Errorf("bad JSON input: %v", err)
+	}
+	caps := ex.Capabilities()
+	if caps.Backend != "namespaces" || !caps.Filesystem || !caps.Network || !caps.Sessions || len(caps.Languages) < 4 {
+		t.Errorf("capabilities %+v", caps)
+	}
+}
+
+// runLanguages runs every language of the table under pol: hello, argv,
+// stdin, exit code and JSON input, then check (if any) on each result; a
+// language whose interpreter is missing is ErrUnsupported.
+func runLanguages(t *testing.T, ex *executor.Executor, pol policy.Policy, check func(*testing.T, *executor.Result)) {
+	t.Helper()
 	for name, code := range programs {
 		t.Run(name, func(t *testing.T) {
 			req := executor.Request{Language: name, Code: code, Argv: []string{"a", "b c"},
-				Stdin: strings.NewReader("from stdin\nsecond line\n"), Input: []byte(`{"n": 42}`)}
+				Stdin: strings.NewReader("from stdin\nsecond line\n"), Input: []byte(`{"n": 42}`), Policy: pol}
 			if !ex.SupportsLanguage(name) {
 				if required[name] {
 					testutil.RequireFeature(t, name, false)
@@ -66,19 +88,9 @@ func TestLanguages(t *testing.T) {
 			if res.Status != nsjail.StatusExited || res.ExitCode != 3 || res.Stdout != "hello a b c from stdin 42\n" || res.Language != name {
 				t.Fatalf("status %s exit %d language %q\nstdout %q\nstderr %q", res.Status, res.ExitCode, res.Language, res.Stdout, res.Stderr)
 			}
+			if check != nil {
+				check(t, res)
+			}
 		})
-	}
-	if _, err := ex.Execute(t.Context(), executor.Request{Language: "cobol", Code: "x"}); !errors.Is(err, executor.ErrInvalid) {
-		t.Errorf("unknown language: %v", err)
-	}
-	if _, err := ex.Execute(t.Context(), executor.Request{Language: "python", Code: "x", Args: []string{"true"}}); !errors.Is(err, executor.ErrInvalid) {
-		t.Errorf("Args and Language together: %v", err)
-	}
-	if _, err := ex.Execute(t.Context(), executor.Request{Language: "python", Code: "x", Input: []byte("{nope")}); !errors.Is(err, executor.ErrInvalid) {
-		t.Errorf("bad JSON input: %v", err)
-	}
-	caps := ex.Capabilities()
-	if caps.Backend != "namespaces" || !caps.Filesystem || !caps.Network || !caps.Sessions || len(caps.Languages) < 4 {
-		t.Errorf("capabilities %+v", caps)
 	}
 }

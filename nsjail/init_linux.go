@@ -157,6 +157,12 @@ func runInit(status *os.File, started int64) error {
 	if err != nil {
 		return err
 	}
+	// 8b. Landlock: the program reaches only the files, TCP ports,
+	// sockets and processes the ruleset grants. After every mount, before
+	// the filter (which may deny Landlock's syscalls).
+	if err := stage("landlock", applyLandlock(cfg.Landlock)); err != nil {
+		return err
+	}
 	// 9. The seccomp filter, last, so it filters the program and none of
 	// the setup: after it come only the ready report and exec.
 	listener, err := loadFilter(prog.Seccomp)

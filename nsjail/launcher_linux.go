@@ -157,7 +157,7 @@ func newSandbox(spec *Spec) *Sandbox {
 }
 
 func initConfigFor(spec *Spec) initConfig {
-	return initConfig{Hostname: or(spec.Hostname, "airlock"), NetNS: !spec.HostNetwork, Plan: spec.Plan, Staging: stagingDir, Process: spec.Process, EgressPort: spec.EgressPort}
+	return initConfig{Hostname: or(spec.Hostname, "airlock"), NetNS: !spec.HostNetwork, Plan: spec.Plan, Staging: stagingDir, Process: spec.Process, Landlock: spec.Landlock, EgressPort: spec.EgressPort}
 }
 
 func programConfigFor(spec *Spec) programConfig {
@@ -605,10 +605,17 @@ func enforcedFor(spec *Spec) Enforced {
 	}
 	if spec.Process {
 		e.Backend, e.Namespaces, e.UIDMap, e.Rootfs, e.Network = "process", []string{}, fmt.Sprintf("none (host uid %d)", uid), "none (host filesystem)", "host"
+		if spec.Landlock.ABI > 0 {
+			e.Rootfs = "none (host filesystem, landlock rules)"
+		}
+		if spec.Landlock.Net {
+			e.Network = "landlock"
+		}
 	}
 	if spec.Timeout > 0 {
 		e.Timeout = spec.Timeout.String()
 	}
+	e.Landlock = spec.Landlock.ABI
 	if f := spec.Seccomp; f != nil {
 		e.Seccomp, e.SeccompRules, e.SeccompInstructions = f.Profile, f.Rules, len(f.Program)
 	}

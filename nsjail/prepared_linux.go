@@ -113,10 +113,10 @@ func SameFilter(a, b *seccomp.Filter) bool {
 }
 
 // SameJail reports whether two specs build the same jail: filesystem
-// plan, network, hostname, identity, cgroup limits and init binary, on
-// the namespaces backend. Their programs may differ.
+// plan and Landlock ruleset, network, hostname, identity, cgroup limits
+// and init binary, on the namespaces backend. Their programs may differ.
 func SameJail(a, b *Spec) bool {
-	return !a.Process && !b.Process && reflect.DeepEqual(a.Plan, b.Plan) && a.HostNetwork == b.HostNetwork && a.EgressPort == b.EgressPort &&
+	return !a.Process && !b.Process && reflect.DeepEqual(a.Plan, b.Plan) && reflect.DeepEqual(a.Landlock, b.Landlock) && a.HostNetwork == b.HostNetwork && a.EgressPort == b.EgressPort &&
 		or(a.Hostname, "airlock") == or(b.Hostname, "airlock") && a.HostUID == b.HostUID && a.HostGID == b.HostGID &&
 		reflect.DeepEqual(a.CgroupLimits, b.CgroupLimits) && a.InitPath == b.InitPath && a.SpawnPath == b.SpawnPath
 }

@@ -74,6 +74,8 @@ type initConfig struct {
 	// fd joinCgroupFD on, one per hierarchy of the run's cgroup. The
 	// init's exec thread writes "0" to each before anything else.
 	JoinCgroup int
+	// Landlock is the ruleset the init applies before the filter.
+	Landlock Landlock
 	// EgressPort, if not 0, is where the init listens on the sandbox's
 	// loopback for the egress proxy (net allow); it sends the listener
 	// to the parent (initStatus.Egress) and keeps no copy.

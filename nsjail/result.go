@@ -60,7 +60,10 @@ type Enforced struct {
 	// Rootfs is how the root was switched: "pivot_root".
 	Rootfs string `json:"rootfs"`
 	// Network is "none" (private namespace, lo only), "allow" (that,
-	// with the egress proxy as its one way out) or "host".
+	// with the egress proxy as its one way out), "host", or "landlock"
+	// (the process backend: the host's network namespace, TCP bind and
+	// connect denied by Landlock; UDP not below ABI 10, listed in
+	// NotEnforced).
 	Network string `json:"network"`
 	// Egress describes the egress proxy of net allow: where it listens
 	// inside, its rules and limits. "" without net allow.
@@ -82,6 +85,9 @@ type Enforced struct {
 	Capabilities string `json:"capabilities"`
 	// NoNewPrivs is true when no_new_privs was set.
 	NoNewPrivs bool `json:"no_new_privs"`
+	// Landlock is the Landlock ABI of the ruleset the program ran under
+	// (see Spec.Landlock), 0 when none.
+	Landlock int `json:"landlock"`
 	// Timeout is the wall-clock limit, "" when none.
 	Timeout string `json:"timeout,omitempty"`
 	// NotEnforced lists the controls that were not applied (policy.Check

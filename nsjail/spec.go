@@ -40,13 +40,18 @@ type Spec struct {
 	Egress *egress.Proxy
 	// Process selects the process backend: no namespaces and no root
 	// filesystem. The program runs on the host, in Dir (a host path), in
-	// a session of its own, under Rlimits, no_new_privs and Seccomp, as
-	// the caller's uid (65534 when the caller is root); the timeout kills
-	// its process group (and its cgroup, if it has one). It isolates
-	// nothing else: a weaker backend for hosts without user namespaces.
+	// a session of its own, under Rlimits, no_new_privs, Seccomp and
+	// Landlock (its only filesystem and network isolation), as the
+	// caller's uid (65534 when the caller is root); the timeout kills its
+	// process group (and its cgroup, if it has one): a weaker backend for
+	// hosts without user namespaces.
 	Process bool
 	// Plan is the sandbox's filesystem. Mandatory (see rootfs.Default).
 	Plan rootfs.Plan
+	// Landlock is applied by the init just before the seccomp filter:
+	// the process backend's filesystem and network isolation, a second
+	// layer in the jail (paths as seen inside its root). Zero = none.
+	Landlock Landlock
 	// Rlimits are set on the program (they are inherited by its children).
 	Rlimits []Rlimit
 	// Seccomp is the filter loaded on the program, as the init's last
@@ -112,6 +117,8 @@ func (s *Spec) validate() error {
 		return policy.Invalid("seccomp", "filter of %d instructions (want 1..%d)", len(s.Seccomp.Program), seccomp.MaxInstructions)
 	case len(s.Plan.Ops) == 0 && !s.Process:
 		return policy.Invalid("plan", "empty filesystem plan")
+	case s.Landlock.ABI < 0 || s.Landlock.ABI == 0 && len(s.Landlock.Paths) > 0 || s.Landlock.Net && s.Landlock.ABI < 4 || s.Landlock.Scope && s.Landlock.ABI < 6:
+		return policy.Invalid("landlock", "ruleset %+v beyond its ABI", s.Landlock)
 	case s.EgressPort < 0 || s.EgressPort > 65535:
 		return policy.Invalid("egress port", "%d is not a port", s.EgressPort)
 	case (s.EgressPort != 0) != (s.Egress != nil):

@@ -30,8 +30,9 @@ import (
 // wireVersion changes with the layout: an init of another layout fails
 // its read with an error naming both (build tokens catch the rest).
 // Version 2: initConfig lost Ahead and Seccomp (one filter slot, in
-// programConfig). Version 3: initConfig.EgressPort, initStatus.Egress.
-const wireVersion = 3
+// programConfig). Version 3: initConfig gained Landlock. Version 4:
+// initConfig.EgressPort, initStatus.Egress.
+const wireVersion = 4
 
 // writeMsg sends one message: header and payload in a single write.
 func writeMsg(w io.Writer, payload []byte) error {
@@ -228,6 +229,7 @@ func (c *initConfig) marshal() []byte {
 	}
 	e.str(c.Staging)
 	e.int(int64(c.JoinCgroup))
+	e.landlock(c.Landlock)
 	e.int(int64(c.EgressPort))
 	return e.b
 }
@@ -247,8 +249,33 @@ func (c *initConfig) unmarshal(b []byte) error {
 	}
 	c.Staging = d.str()
 	c.JoinCgroup = d.smallInt()
+	c.Landlock = d.landlock()
 	c.EgressPort = d.smallInt()
 	return d.end()
+}
+
+func (e *encoder) landlock(l Landlock) {
+	e.int(int64(l.ABI))
+	e.uint(uint64(len(l.Paths)))
+	for _, p := range l.Paths {
+		e.str(p.Path)
+		e.uint(uint64(p.Access))
+		e.bool(p.Optional)
+	}
+	e.bool(l.Net)
+	e.bool(l.Scope)
+}
+
+func (d *decoder) landlock() Landlock {
+	l := Landlock{ABI: d.smallInt()}
+	if n := d.count(3); n > 0 { // a rule is at least 3 bytes
+		l.Paths = make([]LandlockPath, n)
+		for i := range l.Paths {
+			l.Paths[i] = LandlockPath{Path: d.str(), Access: LandlockAccess(d.uint()), Optional: d.bool()}
+		}
+	}
+	l.Net, l.Scope = d.bool(), d.bool()
+	return l
 }
 
 func (p *programConfig) marshal() []byte {

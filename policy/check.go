@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path"
 	"strings"
 )
 
@@ -27,6 +28,10 @@ type Unmet struct {
 	// would run somewhere else than asked (a mount, a working directory),
 	// not merely less confined.
 	Required bool `json:"required,omitempty"`
+	// Partial says the control is enforced but for a part the host's
+	// mechanism cannot reach (Landlock below ABI 10 has no UDP rules):
+	// listed, never refused.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // Err is the refusal of u.
@@ -46,6 +51,18 @@ type Enforcement struct {
 	Seccomp bool `json:"seccomp"`
 	// Notify says kill rules can name their syscall (user notification).
 	Notify bool `json:"notify"`
+	// Landlock is the Landlock ABI the run's ruleset is written for, 0 =
+	// none: the process backend's filesystem (and, with LandlockNet and
+	// LandlockScope, network, socket and signal) isolation, and a second
+	// layer under the jail's own root, wherever the host has Landlock.
+	Landlock int `json:"landlock"`
+	// LandlockNet: the ruleset denies TCP bind and connect (the process
+	// backend, but with net host).
+	LandlockNet bool `json:"landlock_net,omitempty"`
+	// LandlockScope: the ruleset keeps the program from the abstract unix
+	// sockets and the processes outside it (the process backend; the
+	// jail on the host's network).
+	LandlockScope bool `json:"landlock_scope,omitempty"`
 	// Unmet is every control not enforced: defaults the chosen backend
 	// cannot apply, and, with best_effort, what the host lacks.
 	Unmet []Unmet `json:"unmet,omitempty"`
@@ -88,13 +105,27 @@ func (e Enforcement) NotEnforced() []string {
 //	                           default by rlimits
 //	cpus                       cgroup; without one refused (best_effort: listed)
 //	seccomp                    needs CheckSeccomp (best_effort: listed); "none" asks for nothing
-//	net ""                     own namespace           host's network, listed as a default
-//	net none, loopback         own namespace           refused (best_effort: listed)
+//	net ""                     own namespace           TCP denied by Landlock (CheckLandlockNet);
+//	                                                   without it the host's network, listed
+//	net none                   own namespace           needs CheckLandlockNet: TCP denied; without
+//	                                                   it refused (best_effort: listed)
+//	net loopback               own namespace           refused (best_effort: listed)
 //	net host                   host's                  host's
-//	mounts                     enforced                refused, always
+//	filesystem                 own root, and Landlock  Landlock (CheckLandlock): system dirs read
+//	                           where the host has it   and execute, the workspace writable; without
+//	                                                   it the host's, listed as a default
+//	signals, abstract sockets  own pid, net namespace  Landlock scopes (CheckLandlockScope);
+//	                                                   without them listed as a default
+//	mounts                     enforced                under Landlock binds of a host path at
+//	                                                   its own path (ruleset rules); all else
+//	                                                   refused, always
 //	chdir                      enforced                refused unless /workspace (the default)
 //	backend "", namespaces     needs CheckKernel and CheckUserNS; without them refused
 //	                           (best_effort: the process backend, listed)
+//
+// Where the process backend runs under Landlock below ABI 10 (9), UDP
+// (pathname unix sockets) stay reachable: listed as Partial, never
+// refused.
 func Check(p Policy, h *Host) (Enforcement, error) {
 	if err := p.Validate(); err != nil {
 		return Enforcement{}, err
@@ -107,11 +138,21 @@ func Check(p Policy, h *Host) (Enforcement, error) {
 		unmet = append(unmet, u)
 		if p.BestEffort {
 			e.Backend = "process"
-			unmet = append(unmet, Unmet{Control: "filesystem isolation", Field: "backend", Check: u.Check, Reason: "the process backend runs on the host's filesystem", Fix: u.Fix})
+			if h.LandlockABI() < LandlockFS {
+				unmet = append(unmet, Unmet{Control: "filesystem isolation", Field: "backend", Check: u.Check, Reason: "the process backend runs on the host's filesystem", Fix: u.Fix})
+			}
 		}
 	}
+	e.Landlock = h.LandlockABI()
 	if e.Process() {
-		unmet = append(unmet, processUnmet(p, e.Backend != p.Backend)...)
+		var u []Unmet
+		u, e.LandlockNet, e.LandlockScope = processUnmet(p, e.Backend != p.Backend, h)
+		unmet = append(unmet, u...)
+	} else {
+		// The jail's own namespaces isolate the network, abstract sockets
+		// and processes; on the host's network its abstract sockets are
+		// the host's.
+		e.LandlockScope = p.Network() == NetHost && e.Landlock >= LandlockScope
 	}
 	var lim []Unmet
 	e.Limits, lim = limits(p, h)
@@ -140,11 +181,19 @@ func jail(h *Host) (Unmet, bool) {
 	return Unmet{}, true
 }
 
-// processUnmet is what the process backend cannot do for p. fallback
-// says best_effort chose it (the policy asked for the jail).
-func processUnmet(p Policy, fallback bool) []Unmet {
+// processUnmet is what the process backend cannot do for p on h, and
+// whether its Landlock ruleset denies TCP (net) and scopes sockets and
+// signals (scope). fallback says best_effort chose it (the policy asked
+// for the jail).
+func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope bool) {
 	const fix = "use the namespaces backend (the default)"
-	var out []Unmet
+	abi := h.LandlockABI()
+	ll := h.Get(CheckLandlock)
+	llNet := h.Get(CheckLandlockNet)
+	// TCP is denied wherever the policy does not take the host's network
+	// and the kernel has network rules: net loopback under best_effort
+	// too, the nearest it can have.
+	net = p.Net != NetHost && abi >= LandlockNet && h.Has(CheckLandlockNet)
 	switch {
 	case p.Net == NetHost:
 	case p.Net == NetAllow:
@@ -153,25 +202,69 @@ func processUnmet(p Policy, fallback bool) []Unmet {
 		out = append(out, Unmet{Control: "network isolation", Field: "net", Required: true,
 			Reason: "net allow needs a network namespace of its own (its only way out is the proxy); the process backend shares the host's",
 			Fix:    fix})
+	case p.Net == NetLoopback && !fallback:
+		out = append(out, Unmet{Control: "network isolation", Field: "net",
+			Reason: "net loopback cannot be enforced: the process backend shares the host's network namespace (Landlock denies TCP, it gives no private loopback)",
+			Fix:    fix + ", or net none, or net host to accept the host's network, or best_effort (--best-effort) to run with it listed as not enforced"})
+	case net:
+		if abi < LandlockUDP {
+			out = append(out, Unmet{Control: "udp isolation", Field: "net", Check: CheckLandlockNet, Partial: true,
+				Reason: fmt.Sprintf("landlock ABI %d denies TCP only: UDP needs ABI %d", abi, LandlockUDP), Fix: fix})
+		}
 	case p.Net == "" || fallback:
 		// The policy left the network at its default, or asked for the
 		// jail, whose refusal above names the cause.
-		out = append(out, Unmet{Control: "network isolation", Field: "net", Reason: "the process backend shares the host's network namespace", Fix: fix, Default: !fallback})
+		out = append(out, Unmet{Control: "network isolation", Field: "net", Check: CheckLandlockNet, Reason: "the process backend shares the host's network namespace, and " + landlockMissing(llNet, LandlockNet, "network rules"), Fix: fix, Default: !fallback})
 	default:
-		out = append(out, Unmet{Control: "network isolation", Field: "net",
-			Reason: fmt.Sprintf("net %s cannot be enforced: the process backend shares the host's network namespace", p.Net),
-			Fix:    fix + ", or net host to accept the host's network, or best_effort (--best-effort) to run with it listed as not enforced"})
+		out = append(out, Unmet{Control: "network isolation", Field: "net", Check: CheckLandlockNet,
+			Reason: fmt.Sprintf("net %s cannot be enforced: the process backend shares the host's network namespace, and %s", p.Net, landlockMissing(llNet, LandlockNet, "network rules")),
+			Fix:    orFix(llNet.Fix, "Linux 6.7 or newer with Landlock enabled") + "; or " + fix + ", or net host to accept the host's network, or best_effort (--best-effort) to run with it listed as not enforced"})
 	}
-	if !fallback {
-		out = append(out, Unmet{Control: "filesystem isolation", Field: "backend", Reason: "the process backend runs on the host's filesystem", Fix: fix, Default: true})
+	switch {
+	case abi >= LandlockFS:
+		if abi < LandlockUnix {
+			out = append(out, Unmet{Control: "unix socket isolation", Field: "backend", Check: CheckLandlock, Partial: true,
+				Reason: fmt.Sprintf("landlock ABI %d cannot deny connecting to the host's pathname unix sockets: that needs ABI %d", abi, LandlockUnix), Fix: fix})
+		}
+	case !fallback:
+		out = append(out, Unmet{Control: "filesystem isolation", Field: "backend", Check: CheckLandlock, Reason: "the process backend runs on the host's filesystem, and " + landlockMissing(ll, LandlockFS, "filesystem rules"), Fix: fix, Default: true})
 	}
-	if len(p.Mounts) > 0 {
-		out = append(out, Unmet{Control: "mounts", Field: "mounts", Reason: "the process backend cannot mount: it runs on the host's filesystem", Fix: fix, Required: true})
+	if scope = abi >= LandlockScope && h.Has(CheckLandlockScope); !scope && abi >= LandlockFS {
+		out = append(out, Unmet{Control: "signal isolation", Field: "backend", Check: CheckLandlockScope, Default: true,
+			Reason: "the program can signal the host's processes of its uid and reach its abstract unix sockets: " + landlockMissing(h.Get(CheckLandlockScope), LandlockScope, "scopes"), Fix: fix})
+	}
+	if len(p.Mounts) > 0 && !landlockBinds(p.Mounts, abi) {
+		reason := "the process backend cannot mount: it runs on the host's filesystem"
+		if abi >= LandlockFS {
+			reason += "; under Landlock it grants a bind's host path at that same path (--ro-bind /data), no tmpfs and no other target"
+		}
+		out = append(out, Unmet{Control: "mounts", Field: "mounts", Reason: reason, Fix: fix, Required: true})
 	}
 	if p.Chdir != "" && p.Chdir != "/workspace" {
 		out = append(out, Unmet{Control: "chdir", Field: "chdir", Reason: fmt.Sprintf("the process backend runs in its workspace directory, not %s", p.Chdir), Fix: fix + ", or change directory in the program", Required: true})
 	}
-	return out
+	return out, net, scope
+}
+
+// landlockBinds reports whether the process backend can give mounts
+// under Landlock ABI abi: binds only, each of a host path at that same
+// path, granted by the ruleset (read and execute, or read-write).
+func landlockBinds(mounts []Mount, abi int) bool {
+	if abi < LandlockFS {
+		return false
+	}
+	for _, m := range mounts {
+		if m.Type == MountTmpfs || path.Clean(m.Source) != m.Target {
+			return false
+		}
+	}
+	return true
+}
+
+// landlockMissing says which Landlock ABI a control needs and what the
+// host has.
+func landlockMissing(c Capability, abi int, what string) string {
+	return fmt.Sprintf("landlock ABI %d for %s is missing (%s)", abi, what, c.Detail)
 }
 
 // limits is how p's limits are applied on h, and the explicit ones h
@@ -206,7 +299,7 @@ func refuse(unmet []Unmet, bestEffort bool) error {
 	var first *UnsupportedError
 	var others []string
 	for _, u := range unmet {
-		if u.Default || bestEffort && !u.Required {
+		if u.Default || u.Partial || bestEffort && !u.Required {
 			continue
 		}
 		if first == nil {

@@ -11,8 +11,16 @@ import (
 // host builds a Host as data: every check OK, limits on cgroup2, then
 // the named checks missing.
 func host(missing ...CheckID) *Host {
-	h := &Host{Kernel: "6.1.0", Limits: "cgroup2"}
-	for _, id := range []CheckID{CheckKernel, CheckUserNS, CheckCgroup, CheckSeccomp, CheckSeccompNotify, CheckPidfd, CheckLandlock} {
+	h := &Host{Kernel: "6.1.0", Limits: "cgroup2", Landlock: LandlockMax}
+	switch {
+	case slices.Contains(missing, CheckLandlock):
+		h.Landlock = 0
+	case slices.Contains(missing, CheckLandlockNet):
+		h.Landlock = LandlockNet - 1
+	case slices.Contains(missing, CheckLandlockScope):
+		h.Landlock = LandlockScope - 1
+	}
+	for _, id := range []CheckID{CheckKernel, CheckUserNS, CheckCgroup, CheckSeccomp, CheckSeccompNotify, CheckPidfd, CheckLandlock, CheckLandlockNet, CheckLandlockScope} {
 		c := Capability{ID: id, Name: string(id), OK: !slices.Contains(missing, id), Detail: "seen", Fix: "fix " + string(id)}
 		h.Checks = append(h.Checks, c)
 		if id == CheckCgroup && !c.OK {
@@ -38,10 +46,15 @@ func TestCheck(t *testing.T) {
 	limits := func(p *Policy) { p.Memory, p.Pids, p.CPUs = 64<<20, 16, 0.5 }
 	best := func(f func(*Policy)) func(*Policy) { return func(p *Policy) { f(p); p.BestEffort = true } }
 	process := func(p *Policy) { p.Backend = "process" }
-	ns := Enforcement{Backend: "namespaces", Limits: "cgroup2", Seccomp: true, Notify: true}
+	ns := Enforcement{Backend: "namespaces", Limits: "cgroup2", Seccomp: true, Notify: true, Landlock: LandlockMax}
 	with := func(e Enforcement, f func(*Enforcement)) Enforcement { f(&e); return e }
 	rl := func(e *Enforcement) { e.Limits = "rlimit" }
-	proc := func(e *Enforcement) { e.Backend = "process" }
+	// The process backend, under Landlock ABI 7: filesystem, TCP, scopes.
+	proc := func(e *Enforcement) { e.Backend, e.LandlockNet, e.LandlockScope = "process", true, true }
+	// ... and on a host without Landlock.
+	bare := func(e *Enforcement) { e.Backend, e.Landlock = "process", 0 }
+	noLL := func(e *Enforcement) { e.Landlock = 0 }
+	gaps := []string{"udp isolation", "unix socket isolation"}
 	for _, c := range []checkCase{
 		// The default policy.
 		{name: "default/full", pol: none, host: host(), want: ns},
@@ -51,7 +64,7 @@ func TestCheck(t *testing.T) {
 		{name: "default/no cgroup", pol: none, host: host(CheckCgroup), want: with(ns, rl)},
 		{name: "default/no seccomp", pol: none, host: host(CheckSeccomp), err: CheckSeccomp, errCtl: "seccomp"},
 		{name: "default/no notify", pol: none, host: host(CheckSeccompNotify), want: with(ns, func(e *Enforcement) { e.Notify = false })},
-		{name: "default/no pidfd, landlock", pol: none, host: host(CheckPidfd, CheckLandlock), want: ns},
+		{name: "default/no pidfd, landlock", pol: none, host: host(CheckPidfd, CheckLandlock), want: with(ns, noLL)},
 		// Explicit limits need a cgroup; best_effort takes rlimits.
 		{name: "limits/full", pol: limits, host: host(), want: ns},
 		{name: "limits/no cgroup", pol: limits, host: host(CheckCgroup), err: CheckCgroup, errCtl: "memory"},
@@ -60,18 +73,35 @@ func TestCheck(t *testing.T) {
 		// best_effort degrades only what is missing.
 		{name: "best effort/full", pol: best(none), host: host(), want: ns},
 		{name: "best effort/no userns", pol: best(none), host: host(CheckUserNS), want: with(ns, proc),
+			unmet: append([]string{"namespaces"}, gaps...)},
+		{name: "best effort/no userns, landlock", pol: best(none), host: host(CheckUserNS, CheckLandlock), want: with(ns, bare),
 			unmet: []string{"namespaces", "filesystem isolation", "network isolation"}},
 		{name: "best effort/no seccomp", pol: best(none), host: host(CheckSeccomp), want: with(ns, func(e *Enforcement) { e.Seccomp = false }), unmet: []string{"seccomp"}},
 		{name: "best effort/no userns, mounts", pol: best(func(p *Policy) { p.Mounts = []Mount{{Type: MountTmpfs, Target: "/x"}} }), host: host(CheckUserNS), errCtl: "mounts"},
 		// The process backend needs no namespaces; it lists the isolation
 		// it does not give by default, and refuses what was demanded.
-		{name: "process/full", pol: process, host: host(), want: with(ns, proc), unmet: []string{"network isolation", "filesystem isolation"}},
-		{name: "process/no userns", pol: process, host: host(CheckUserNS, CheckKernel), want: with(ns, proc), unmet: []string{"network isolation", "filesystem isolation"}},
-		{name: "process/net none", pol: func(p *Policy) { process(p); p.Net = NetNone }, host: host(), errCtl: "network isolation"},
+		{name: "process/full", pol: process, host: host(), want: with(ns, proc), unmet: gaps},
+		{name: "process/no userns", pol: process, host: host(CheckUserNS, CheckKernel), want: with(ns, proc), unmet: gaps},
+		{name: "process/no landlock", pol: process, host: host(CheckLandlock), want: with(ns, bare), unmet: []string{"network isolation", "filesystem isolation"}},
+		// Landlock: net none needs ABI 4 (TCP rules); loopback is never
+		// enforceable (no private loopback); scopes are listed below ABI 6.
+		{name: "process/net none", pol: func(p *Policy) { process(p); p.Net = NetNone }, host: host(), want: with(ns, proc), unmet: gaps},
+		{name: "process/net none, landlock 3", pol: func(p *Policy) { process(p); p.Net = NetNone }, host: host(CheckLandlockNet), err: CheckLandlockNet, errCtl: "network isolation"},
+		{name: "process/net none, no landlock", pol: func(p *Policy) { process(p); p.Net = NetNone }, host: host(CheckLandlock), err: CheckLandlockNet, errCtl: "network isolation"},
+		{name: "process/net none, landlock 5", pol: func(p *Policy) { process(p); p.Net = NetNone }, host: host(CheckLandlockScope),
+			want: with(ns, func(e *Enforcement) { proc(e); e.Landlock, e.LandlockScope = 5, false }), unmet: append(slices.Clone(gaps), "signal isolation")},
+		{name: "process/default net, landlock 3", pol: process, host: host(CheckLandlockNet),
+			want: with(ns, func(e *Enforcement) { e.Backend, e.Landlock = "process", 3 }), unmet: []string{"network isolation", "unix socket isolation", "signal isolation"}},
 		{name: "process/net loopback", pol: func(p *Policy) { process(p); p.Net = NetLoopback }, host: host(), errCtl: "network isolation"},
-		{name: "process/net none, best effort", pol: best(func(p *Policy) { process(p); p.Net = NetNone }), host: host(), want: with(ns, proc), unmet: []string{"network isolation", "filesystem isolation"}},
-		{name: "process/net host", pol: func(p *Policy) { process(p); p.Net = NetHost }, host: host(), want: with(ns, proc), unmet: []string{"filesystem isolation"}},
-		{name: "process/mounts", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountROBind, Source: "/srv", Target: "/srv"}} }, host: host(), errCtl: "mounts"},
+		{name: "process/net none, no landlock, best effort", pol: best(func(p *Policy) { process(p); p.Net = NetNone }), host: host(CheckLandlock), want: with(ns, bare), unmet: []string{"network isolation", "filesystem isolation"}},
+		{name: "process/net host", pol: func(p *Policy) { process(p); p.Net = NetHost }, host: host(), want: with(ns, func(e *Enforcement) { proc(e); e.LandlockNet = false }), unmet: gaps[1:]},
+		{name: "process/net host, no landlock", pol: func(p *Policy) { process(p); p.Net = NetHost }, host: host(CheckLandlock), want: with(ns, bare), unmet: []string{"filesystem isolation"}},
+		// Under Landlock a bind of a host path at its own path is a rule;
+		// nothing else mounts.
+		{name: "process/bind in place", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountROBind, Source: "/srv", Target: "/srv"}} }, host: host(), want: with(ns, proc), unmet: gaps},
+		{name: "process/bind in place, no landlock", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountROBind, Source: "/srv", Target: "/srv"}} }, host: host(CheckLandlock), errCtl: "mounts"},
+		{name: "process/bind elsewhere", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountBind, Source: "/srv", Target: "/data"}} }, host: host(), errCtl: "mounts"},
+		{name: "process/tmpfs", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountTmpfs, Target: "/data"}} }, host: host(), errCtl: "mounts"},
 		{name: "process/chdir", pol: func(p *Policy) { process(p); p.Chdir = "/tmp" }, host: host(), errCtl: "chdir"},
 		{name: "process/chdir best effort", pol: best(func(p *Policy) { process(p); p.Chdir = "/tmp" }), host: host(), errCtl: "chdir"},
 		{name: "process/limits, no cgroup", pol: func(p *Policy) { process(p); limits(p) }, host: host(CheckCgroup), err: CheckCgroup, errCtl: "memory"},
@@ -79,7 +109,9 @@ func TestCheck(t *testing.T) {
 		{name: "seccomp none/no seccomp", pol: func(p *Policy) { p.Seccomp.Profile = "none" }, host: host(CheckSeccomp), want: with(ns, func(e *Enforcement) { e.Seccomp = false })},
 		// The jail enforces every network mode and mounts.
 		{name: "net none/full", pol: func(p *Policy) { p.Net = NetNone }, host: host(), want: ns},
-		{name: "net host/full", pol: func(p *Policy) { p.Net = NetHost }, host: host(), want: ns},
+		{name: "net host/full", pol: func(p *Policy) { p.Net = NetHost }, host: host(), want: with(ns, func(e *Enforcement) { e.LandlockScope = true })},
+		{name: "net host/landlock 5", pol: func(p *Policy) { p.Net = NetHost }, host: host(CheckLandlockScope), want: with(ns, func(e *Enforcement) { e.Landlock = 5 })},
+		{name: "net none/no landlock", pol: func(p *Policy) { p.Net = NetNone }, host: host(CheckLandlock), want: with(ns, noLL)},
 		{name: "mounts/full", pol: func(p *Policy) { p.Mounts = []Mount{{Type: MountBind, Source: "/srv", Target: "/srv"}} }, host: host(), want: ns},
 		{name: "net none/no userns", pol: func(p *Policy) { p.Net = NetNone }, host: host(CheckUserNS), err: CheckUserNS, errCtl: "namespaces"},
 	} {
@@ -129,19 +161,23 @@ func TestCheckRefusal(t *testing.T) {
 // under best_effort: none is dropped silently. A field is enforced when
 // Check accepts it without listing it, and the resolved spec then carries
 // it (the executor's TestFieldsReachSpec proves that half).
+type verdict int
+
+const (
+	enforced verdict = iota
+	refused          // refused, and listed under best_effort
+	required         // refused, even under best_effort
+)
+
+type fieldCase struct {
+	field string
+	set   func(*Policy)
+	ns    verdict
+	proc  verdict
+}
+
 func TestCheckFieldsByBackend(t *testing.T) {
-	type verdict int
-	const (
-		enforced verdict = iota
-		refused          // refused, and listed under best_effort
-		required         // refused, even under best_effort
-	)
-	fields := []struct {
-		field string
-		set   func(*Policy)
-		ns    verdict
-		proc  verdict
-	}{
+	fields := []fieldCase{
 		{"timeout", func(p *Policy) { p.Timeout = 1e9 }, enforced, enforced},
 		{"cpu_time", func(p *Policy) { p.CPUTime = 1e9 }, enforced, enforced},
 		{"memory", func(p *Policy) { p.Memory = 64 << 20 }, enforced, enforced},
@@ -149,7 +185,7 @@ func TestCheckFieldsByBackend(t *testing.T) {
 		{"cpus", func(p *Policy) { p.CPUs = 0.5 }, enforced, enforced},
 		{"file_size", func(p *Policy) { p.FileSize = 1 << 20 }, enforced, enforced},
 		{"open_files", func(p *Policy) { p.OpenFiles = 64 }, enforced, enforced},
-		{"net none", func(p *Policy) { p.Net = NetNone }, enforced, refused},
+		{"net none", func(p *Policy) { p.Net = NetNone }, enforced, enforced},
 		{"net loopback", func(p *Policy) { p.Net = NetLoopback }, enforced, refused},
 		{"net host", func(p *Policy) { p.Net = NetHost }, enforced, enforced},
 		{"mounts", func(p *Policy) { p.Mounts = []Mount{{Type: MountTmpfs, Target: "/scratch"}} }, enforced, required},
@@ -161,13 +197,33 @@ func TestCheckFieldsByBackend(t *testing.T) {
 		{"seccomp rules", func(p *Policy) { p.Seccomp.Rules = []SyscallRule{{Names: []string{"getpid"}, Action: ActKill}} }, enforced, enforced},
 		{"seccomp none", func(p *Policy) { p.Seccomp.Profile = "none" }, enforced, enforced},
 	}
-	// The process backend's defaults it cannot apply: always listed.
-	procDefaults := func(p Policy) []string {
-		if p.Net != "" {
+	// The process backend's defaults it cannot apply, always listed:
+	// under Landlock (ABI 7), UDP and pathname unix sockets; without it,
+	// the network and the filesystem (and a demanded net none is
+	// refused).
+	procDefaults := func(p Policy, landlock bool) []string {
+		switch {
+		case landlock && p.Net == NetHost:
+			return []string{"unix socket isolation"}
+		case landlock:
+			return []string{"udp isolation", "unix socket isolation"}
+		case p.Net != "":
 			return []string{"filesystem isolation"}
 		}
 		return []string{"network isolation", "filesystem isolation"}
 	}
+	for _, landlock := range []bool{true, false} {
+		h := host()
+		if !landlock {
+			h = host(CheckLandlock)
+		}
+		checkFields(t, h, landlock, fields, procDefaults)
+	}
+}
+
+// checkFields is TestCheckFieldsByBackend on one host.
+func checkFields(t *testing.T, h *Host, landlock bool, fields []fieldCase, procDefaults func(Policy, bool) []string) {
+	t.Helper()
 	for _, f := range fields {
 		for _, backend := range []string{"namespaces", "process"} {
 			want := f.ns
@@ -176,26 +232,29 @@ func TestCheckFieldsByBackend(t *testing.T) {
 			}
 			p := Policy{Backend: backend}
 			f.set(&p)
-			got, err := Check(p, host())
+			if !landlock && f.field == "net none" && backend == "process" {
+				want = refused
+			}
+			got, err := Check(p, h)
 			base := []string(nil)
 			if backend == "process" {
-				base = procDefaults(p)
+				base = procDefaults(p, landlock)
 			}
 			switch want {
 			case enforced:
 				if err != nil || !slices.Equal(got.NotEnforced(), base) {
-					t.Errorf("%s on %s: %v, not enforced %q; want enforced", f.field, backend, err, got.NotEnforced())
+					t.Errorf("%s on %s (landlock %v): %v, not enforced %q; want enforced", f.field, backend, landlock, err, got.NotEnforced())
 				}
 			case refused, required:
 				if !errors.Is(err, ErrUnsupported) {
 					t.Errorf("%s on %s: %v; want refused", f.field, backend, err)
 				}
 				p.BestEffort = true
-				got, err = Check(p, host())
+				got, err = Check(p, h)
 				if want == required && !errors.Is(err, ErrUnsupported) {
 					t.Errorf("%s on %s, best effort: %v; want refused", f.field, backend, err)
 				}
-				if want == refused && (err != nil || len(got.NotEnforced()) <= len(base)) {
+				if want == refused && (err != nil || slices.Equal(got.NotEnforced(), base)) {
 					t.Errorf("%s on %s, best effort: %v, not enforced %q; want it listed", f.field, backend, err, got.NotEnforced())
 				}
 			}

@@ -24,8 +24,33 @@ const (
 	CheckSeccompNotify CheckID = "seccomp_notify"
 	// CheckPidfd: pidfd_open (race-free kill and wait). Optional.
 	CheckPidfd CheckID = "pidfd"
-	// CheckLandlock: Landlock (not used yet). Optional.
+	// CheckLandlock: Landlock filesystem rules (ABI 1, Linux 5.13). The
+	// process backend's filesystem isolation; a second layer in the jail.
+	// Optional: without it the process backend lists filesystem isolation
+	// as not enforced.
 	CheckLandlock CheckID = "landlock"
+	// CheckLandlockNet: Landlock network rules (ABI 4, Linux 6.7): the
+	// process backend denies TCP bind and connect unless net host. An
+	// explicit net none on the process backend needs it.
+	CheckLandlockNet CheckID = "landlock_net"
+	// CheckLandlockScope: Landlock scopes (ABI 6, Linux 6.12): the process
+	// backend cannot reach the host's abstract unix sockets nor signal
+	// its processes. Optional.
+	CheckLandlockScope CheckID = "landlock_scope"
+)
+
+// The Landlock ABI versions airlock uses: rules on paths, on TCP ports,
+// scopes (abstract unix sockets, signals), then the ones that close the
+// process backend's last gaps (pathname unix sockets, UDP).
+const (
+	LandlockFS    = 1
+	LandlockNet   = 4
+	LandlockScope = 6
+	LandlockUnix  = 9
+	LandlockUDP   = 10
+	// LandlockMax is the newest ABI airlock writes rulesets for: a newer
+	// kernel is used at this one (Landlock is backward compatible).
+	LandlockMax = 7
 )
 
 // Capability is the probe's answer for one check: whether this host has
@@ -51,8 +76,20 @@ type Host struct {
 	CgroupMode string `json:"cgroup_mode"`
 	// Limits is where per-run limits go when CheckCgroup is OK: "cgroup2"
 	// or "cgroup1".
-	Limits string       `json:"limits,omitempty"`
-	Checks []Capability `json:"checks"`
+	Limits string `json:"limits,omitempty"`
+	// Landlock is the kernel's Landlock ABI version; 0 = none. Check
+	// trusts it only where CheckLandlock is OK.
+	Landlock int          `json:"landlock"`
+	Checks   []Capability `json:"checks"`
+}
+
+// LandlockABI is the Landlock ABI a ruleset is written for on this host:
+// the kernel's, at most LandlockMax; 0 when CheckLandlock is missing.
+func (h *Host) LandlockABI() int {
+	if !h.Has(CheckLandlock) {
+		return 0
+	}
+	return max(min(h.Landlock, LandlockMax), 0)
 }
 
 // Get returns the check with id; a check the host does not list is

@@ -136,7 +136,8 @@ func fieldOf(ie *InvalidError) string {
 func TestProcessBackendRefusesNetAllow(t *testing.T) {
 	p := Default()
 	p.Net, p.Egress.Allow, p.Backend, p.BestEffort = NetAllow, []string{"a.com"}, "process", true
-	for _, u := range processUnmet(p, false) {
+	unmet, _, _ := processUnmet(p, false, &Host{})
+	for _, u := range unmet {
 		if u.Field == "net" && u.Required {
 			return
 		}

@@ -71,12 +71,14 @@ type Policy struct {
 	OpenFiles int `json:"open_files,omitempty"`
 	// Net is the network mode. "" = the default: none (a network
 	// namespace of its own) where the backend can give one. Unset and
-	// "none" differ only on the process backend, which cannot isolate
-	// the network: there "" runs on the host's network, reported in the
-	// result's not_enforced, while an explicit "none" or "loopback" is a
-	// demand, refused unless BestEffort (then reported). A caller that
-	// must not run on the host's network says so: net none. Validate
-	// keeps "" as it is; Network returns the mode in force.
+	// "none" differ only on the process backend, which has no network
+	// namespace: there Landlock (ABI 4) denies TCP bind and connect for
+	// both (UDP stays reachable, reported in the result's not_enforced);
+	// on a kernel without Landlock network rules "" runs on the host's
+	// network, reported, while an explicit "none" is a demand, refused
+	// unless BestEffort (then reported). "loopback" is refused there. A
+	// caller that must not run on the host's network says so: net none.
+	// Validate keeps "" as it is; Network returns the mode in force.
 	Net Net `json:"net,omitempty"`
 	// Egress is the allow-list of net allow (NetAllow); in a policy
 	// document it is net's object form: net: {"allow": [...]}.
@@ -95,9 +97,10 @@ type Policy struct {
 	// MaxOutput caps each captured stream (stdout, stderr). 0 = 1 MiB.
 	MaxOutput Size `json:"max_output,omitempty"`
 	// Backend is "namespaces" (the default: the jail) or "process": no
-	// namespaces and no filesystem or network isolation, only rlimits,
-	// no_new_privs, the seccomp filter, an unprivileged uid and the
-	// process-group kill. The process backend is used only when chosen
+	// namespaces, only rlimits, no_new_privs, the seccomp filter, an
+	// unprivileged uid, the process-group kill and, where the kernel has
+	// Landlock, its filesystem, TCP, abstract socket and signal isolation
+	// (docs/security.md has the table). The process backend is used only when chosen
 	// here, or as the fallback of a best_effort policy on a host without
 	// user namespaces; results say which ran.
 	Backend string `json:"backend,omitempty"`

@@ -57,11 +57,43 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		} else {
 			fmt.Fprintln(stdout, "the default policy can NOT be enforced on this host (see MISS above)")
 		}
+		for _, l := range backendLines(r) {
+			fmt.Fprintln(stdout, l)
+		}
 	}
 	if !r.OK() {
 		return 1
 	}
 	return 0
+}
+
+// backendLines say which backend runs here, and what the process
+// backend (the fallback) isolates on this host (docs/hosts.md has the
+// table).
+func backendLines(h *policy.Host) []string {
+	_, jailErr := policy.Check(policy.Policy{}, h)
+	var u *policy.UnsupportedError
+	jail := "namespaces (the jail): the default here"
+	if errors.As(jailErr, &u) && u.Control == "namespaces" {
+		jail = "namespaces (the jail): cannot run here; only --backend process, or --best-effort, runs"
+	}
+	proc := "an unprivileged uid, limits, no_new_privs, seccomp, process-group kill"
+	enf, err := policy.Check(policy.Policy{Backend: "process"}, h)
+	if err != nil {
+		return []string{"backends: " + jail}
+	}
+	if enf.Landlock > 0 {
+		proc += fmt.Sprintf("; Landlock ABI %d: files (system dirs read-only, the workspace writable)", enf.Landlock)
+		if enf.LandlockNet {
+			proc += ", TCP (but --net host)"
+		}
+		if enf.LandlockScope {
+			proc += ", signals and abstract sockets"
+		}
+	}
+	return []string{"backends: " + jail,
+		"  process (--backend process; --best-effort where the jail cannot run) isolates: " + proc,
+		"  and not: " + strings.Join(append(enf.NotEnforced(), "host processes are visible (no pid namespace)"), ", ")}
 }
 
 // checkDryRun is the ID of doctor's own check, the dry run; checkEgress

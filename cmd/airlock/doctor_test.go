@@ -37,7 +37,7 @@ func TestDoctor(t *testing.T) {
 		ids[c.ID] = c
 	}
 	for _, id := range []policy.CheckID{policy.CheckKernel, policy.CheckUserNS, policy.CheckCgroup, policy.CheckSeccomp,
-		policy.CheckSeccompNotify, policy.CheckPidfd, policy.CheckLandlock, checkDryRun} {
+		policy.CheckSeccompNotify, policy.CheckPidfd, policy.CheckLandlock, policy.CheckLandlockNet, policy.CheckLandlockScope, checkDryRun} {
 		if c, ok := ids[id]; !ok || c.Name == "" {
 			t.Errorf("no %q check", id)
 		}
@@ -62,6 +62,12 @@ func TestDoctor(t *testing.T) {
 	}
 	if !cg.OK && !strings.Contains(out.String(), "fix: ") {
 		t.Errorf("text output lacks the fix:\n%s", out.String())
+	}
+	// Issue 21: which backend runs, and what the process backend isolates
+	// here (Landlock's part where the kernel has it).
+	if !strings.Contains(out.String(), "backends: namespaces (the jail): the default here") ||
+		!strings.Contains(out.String(), "process (--backend process") || ids[policy.CheckLandlock].OK != strings.Contains(out.String(), "Landlock ABI") {
+		t.Errorf("doctor's backends:\n%s", out.String())
 	}
 }
 

@@ -177,6 +177,9 @@ func checkConfined(t *testing.T, p policy.Policy, spec nsjail.Spec, notEnforced 
 		t.Fatalf("plan does not start with the read-only /usr: %+v", spec.Plan.Ops[:min(1, len(spec.Plan.Ops))])
 	}
 	allowed := map[string]bool{"PATH": true, "HOME": true, "LANG": true}
+	if spec.Process && spec.Landlock.ABI > 0 {
+		allowed["TMPDIR"] = true // the workspace: under Landlock the one writable place
+	}
 	for _, k := range p.EnvPass {
 		allowed[k] = true
 	}

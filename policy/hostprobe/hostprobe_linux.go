@@ -45,7 +45,9 @@ func Probe(opts Options) *policy.Host {
 		cg, limits := cgroupCheck(opts)
 		h.Checks, h.Limits = append(h.Checks, cg), limits
 	}
-	h.Checks = append(h.Checks, seccompCheck(), notifyCheck(), pidfd(), landlock())
+	h.Checks = append(h.Checks, seccompCheck(), notifyCheck(), pidfd())
+	h.Landlock = landlockABI()
+	h.Checks = append(h.Checks, landlockChecks(h.Landlock)...)
 	return h
 }
 
@@ -182,17 +184,43 @@ func pidfd() policy.Capability {
 	return c
 }
 
-func landlock() policy.Capability {
-	c := policy.Capability{ID: policy.CheckLandlock, Name: "landlock", Detail: "optional layer (not used yet)"}
+// landlockABI is the kernel's Landlock ABI version (0: none, or
+// disabled at boot), asked with landlock_create_ruleset's version flag,
+// which creates nothing.
+func landlockABI() int {
 	const createRulesetVersion = 1
 	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(nil)), 0, createRulesetVersion)
 	if errno != 0 {
-		c.Detail = "unavailable: " + errno.Error()
-		c.Fix = "Linux 5.13+ with lsm=...,landlock"
-		return c
+		return 0
 	}
-	c.OK, c.Detail = true, fmt.Sprintf("ABI %d", abi)
-	return c
+	return int(abi)
+}
+
+// landlockChecks are the Landlock checks for a kernel of ABI abi: what
+// the process backend isolates with it, and from which ABI.
+func landlockChecks(abi int) []policy.Capability {
+	var out []policy.Capability
+	for _, l := range []struct {
+		id         policy.CheckID
+		name, what string
+		min        int
+		kernel     string
+	}{
+		{policy.CheckLandlock, "landlock", "filesystem rules: the process backend's filesystem isolation, a second layer in the jail", policy.LandlockFS, "5.13"},
+		{policy.CheckLandlockNet, "landlock network", "TCP rules: the process backend's network isolation (net none)", policy.LandlockNet, "6.7"},
+		{policy.CheckLandlockScope, "landlock scopes", "the process backend's signal and abstract unix socket isolation", policy.LandlockScope, "6.12"},
+	} {
+		c := policy.Capability{ID: l.id, Name: l.name, OK: abi >= l.min}
+		c.Detail = fmt.Sprintf("ABI %d (%s, from ABI %d)", abi, l.what, l.min)
+		if abi == 0 {
+			c.Detail = fmt.Sprintf("no Landlock (%s need ABI %d)", l.what, l.min)
+		}
+		if !c.OK {
+			c.Fix = fmt.Sprintf("Linux %s or newer with Landlock enabled (CONFIG_SECURITY_LANDLOCK, lsm=...,landlock)", l.kernel)
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func or(s, def string) string {

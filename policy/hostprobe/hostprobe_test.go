@@ -28,7 +28,7 @@ func TestProbeHasNoSideEffects(t *testing.T) {
 	for _, opts := range []Options{{}, {CgroupMoveSelf: true}, {CgroupParent: "/airlock-no-such-parent"}} {
 		h := Probe(opts)
 		for _, id := range []policy.CheckID{policy.CheckKernel, policy.CheckUserNS, policy.CheckCgroup, policy.CheckSeccomp,
-			policy.CheckSeccompNotify, policy.CheckPidfd, policy.CheckLandlock} {
+			policy.CheckSeccompNotify, policy.CheckPidfd, policy.CheckLandlock, policy.CheckLandlockNet, policy.CheckLandlockScope} {
 			if c := h.Get(id); c.Name == "" || c.Detail == "not probed" || !c.OK && c.Fix == "" {
 				t.Errorf("%+v: check %s: %+v", opts, id, c)
 			}
@@ -58,5 +58,32 @@ func TestProbeHasNoSideEffects(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(parent.Dir(), "airlock-supervisor")); err == nil && !reflect.DeepEqual(dirBefore, dirAfter) {
 			t.Errorf("a supervisor leaf appeared")
 		}
+	}
+}
+
+// The Landlock checks follow the ABI: filesystem rules from 1, TCP from
+// 4, scopes from 6; each missing one has its fix, and the Host's
+// LandlockABI is the kernel's, capped at what airlock writes.
+func TestLandlockChecks(t *testing.T) {
+	for _, c := range []struct {
+		abi            int
+		fs, net, scope bool
+	}{{0, false, false, false}, {1, true, false, false}, {3, true, false, false}, {4, true, true, false}, {6, true, true, true}, {9, true, true, true}} {
+		h := &policy.Host{Landlock: c.abi, Checks: landlockChecks(c.abi)}
+		got := []bool{h.Has(policy.CheckLandlock), h.Has(policy.CheckLandlockNet), h.Has(policy.CheckLandlockScope)}
+		if got[0] != c.fs || got[1] != c.net || got[2] != c.scope {
+			t.Errorf("ABI %d: fs, net, scope = %v", c.abi, got)
+		}
+		for _, cap := range h.Checks {
+			if !cap.OK && cap.Fix == "" || cap.Detail == "" {
+				t.Errorf("ABI %d: %+v", c.abi, cap)
+			}
+		}
+		if want := min(c.abi, policy.LandlockMax); h.LandlockABI() != want {
+			t.Errorf("ABI %d: LandlockABI %d, want %d", c.abi, h.LandlockABI(), want)
+		}
+	}
+	if abi := landlockABI(); Probe(Options{NoCgroup: true}).Landlock != abi {
+		t.Errorf("probe's ABI is not the kernel's %d", abi)
 	}
 }

@@ -1,0 +1,252 @@
+package executor_test
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// requireLandlock requires a kernel with Landlock ABI min, and returns
+// the ABI an Executor writes rulesets for.
+func requireLandlock(t *testing.T, ex *executor.Executor, min int) int {
+	t.Helper()
+	abi := ex.Host().LandlockABI()
+	testutil.RequireFeature(t, fmt.Sprintf("landlock ABI %d", min), abi >= min)
+	return abi
+}
+
+// queued reports whether a connection waits in ln's accept queue: a
+// connect that returned has put it there, so this is no race.
+func queued(t *testing.T, ln net.Listener) bool {
+	t.Helper()
+	type deadliner interface{ SetDeadline(time.Time) error }
+	ln.(deadliner).SetDeadline(time.Now().Add(200 * time.Millisecond))
+	c, err := ln.Accept()
+	if err == nil {
+		c.Close()
+		return true
+	}
+	return false
+}
+
+// landlockProbe tries, from inside, what the process backend under
+// Landlock must deny; it prints what happened, for the log only: the
+// verdicts are the host's.
+const landlockProbe = `import os, socket, sys, signal
+canaries, tcp, abstract, victim, outside = sys.argv[1].split(","), int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
+def attempt(name, f):
+    try:
+        print(name, "OK", f())
+    except OSError as e:
+        print(name, "denied", e.errno)
+for c in canaries:
+    if c:
+        attempt("read " + c, lambda: open(c).read())
+attempt("write outside", lambda: open(outside, "w").write("escaped"))
+attempt("tcp connect", lambda: socket.create_connection(("127.0.0.1", tcp), timeout=5).close())
+attempt("abstract connect", lambda: socket.socket(socket.AF_UNIX).connect("\0" + abstract))
+attempt("signal", lambda: os.kill(victim, signal.SIGTERM))
+attempt("write workspace", lambda: open("inside", "w").write("ok"))
+`
+
+// The process backend under Landlock, root and rootless, judged from the
+// host: it cannot read a canary outside its binds (under /tmp, and /root
+// as root), write outside its workspace, connect to a host loopback
+// listener (but with net host), signal a host process of its own uid,
+// nor reach a host abstract unix socket.
+func TestProcessLandlock(t *testing.T) {
+	py := testutil.RequireBinary(t, "python3")
+	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	abi := requireLandlock(t, ex, policy.LandlockScope)
+	secret := fmt.Sprintf("canary-%d", time.Now().UnixNano())
+	// Readable and writable by the sandbox's uid: only Landlock stands in
+	// the way.
+	dir, err := os.MkdirTemp("/tmp", "airlock-landlock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	canaries := []string{filepath.Join(dir, "canary")}
+	if !testutil.Rootless() {
+		rdir, err := os.MkdirTemp("/root", "airlock-landlock-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(rdir) })
+		canaries = append(canaries, filepath.Join(rdir, "canary"))
+	}
+	for _, c := range canaries {
+		if err := os.WriteFile(c, []byte(secret), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outside := filepath.Join(dir, "escaped")
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	abstract := fmt.Sprintf("airlock-landlock-%d", time.Now().UnixNano())
+	unixLn, err := net.Listen("unix", "@"+abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unixLn.Close()
+
+	for _, net := range []policy.Net{"", policy.NetNone, policy.NetHost} {
+		t.Run("net "+string(net), func(t *testing.T) {
+			victim := sameUIDProcess(t)
+			args := []string{py, "-c", landlockProbe, strings.Join(canaries, ","), fmt.Sprint(tcp.Addr().(*netTCPAddr).Port),
+				abstract, fmt.Sprint(victim.Process.Pid), outside}
+			res, err := ex.Execute(t.Context(), executor.Request{Args: args, Policy: policy.Policy{Backend: "process", Net: net}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("inside:\n%s%s", res.Stdout, res.Stderr)
+			if res.Status != nsjail.StatusOK || res.Enforced.Landlock != abi || res.Enforced.Backend != "process" {
+				t.Fatalf("status %s, enforced %+v", res.Status, res.Enforced)
+			}
+			if strings.Contains(res.Stdout, secret) {
+				t.Error("a canary outside the binds was read")
+			}
+			if testutil.Exists(outside) {
+				t.Error("a file was written outside the workspace")
+			}
+			if got := queued(t, tcp); got != (net == policy.NetHost) {
+				t.Errorf("the host's loopback listener was reached: %v (net %q)", got, net)
+			}
+			if queued(t, unixLn) {
+				t.Error("the host's abstract unix socket was reached")
+			}
+			// Our SIGKILL after the run: the victim's status says whose
+			// signal came first.
+			victim.Process.Kill()
+			victim.Wait()
+			if ws := victim.ProcessState.Sys().(syscall.WaitStatus); ws.Signal() != syscall.SIGKILL {
+				t.Errorf("a host process of the sandbox's uid was signalled: %v", ws)
+			}
+			if !strings.Contains(res.Stdout, "write workspace OK") {
+				t.Errorf("the workspace was not writable: %s", res.Stdout)
+			}
+		})
+	}
+}
+
+// Under Landlock a read-only bind of a host path at its own path is a
+// rule: the canary there is readable (the positive control of the
+// denials above), and still not writable.
+func TestProcessLandlockBind(t *testing.T) {
+	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	requireLandlock(t, ex, policy.LandlockFS)
+	dir, err := os.MkdirTemp("/tmp", "airlock-landlock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	secret := fmt.Sprintf("canary-%d", time.Now().UnixNano())
+	if err := os.WriteFile(filepath.Join(dir, "canary"), []byte(secret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := policy.Policy{Backend: "process", Mounts: []policy.Mount{{Type: policy.MountROBind, Source: dir, Target: dir}}}
+	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"sh", "-c", `cat "$0"/canary; echo x > "$0"/escaped`, dir}, Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stdout != secret || testutil.Exists(filepath.Join(dir, "escaped")) {
+		t.Errorf("ro-bind in place: stdout %q, stderr %q, written %v", res.Stdout, res.Stderr, testutil.Exists(filepath.Join(dir, "escaped")))
+	}
+	p.Mounts[0].Target = "/data"
+	if _, err := ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: p}); !errors.Is(err, executor.ErrUnsupported) {
+		t.Errorf("a bind elsewhere on the process backend: %v", err)
+	}
+}
+
+type netTCPAddr = net.TCPAddr
+
+// sameUIDProcess starts a process on the host with the uid the process
+// backend's program runs as (the caller's; 65534 as root).
+func sameUIDProcess(t *testing.T) *exec.Cmd {
+	t.Helper()
+	c := exec.Command("sleep", "1000")
+	if !testutil.Rootless() {
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c.ProcessState == nil {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	return c
+}
+
+// A simulated host without user namespaces runs the language table on
+// the process backend under Landlock: each interpreter starts, reads its
+// code, input and stdin, and exits as asked, with only its system
+// directories and its workspace reachable.
+func TestLanguagesProcessLandlock(t *testing.T) {
+	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	abi := requireLandlock(t, ex, policy.LandlockNet)
+	executor.SimulateNoNamespaces(ex, &policy.UnsupportedError{Control: "user namespaces", Reason: "simulated", Fix: "enable them"})
+	runLanguages(t, ex, policy.Policy{Backend: "process", Net: policy.NetNone}, func(t *testing.T, res *executor.Result) {
+		if res.Enforced.Backend != "process" || res.Enforced.Landlock != abi || res.Enforced.Network != "landlock" {
+			t.Errorf("enforced %+v", res.Enforced)
+		}
+	})
+}
+
+// Where the kernel lacks what a policy needs of Landlock, the process
+// backend refuses it, naming the control and the ABI (net none needs
+// network rules, ABI 4), unless best_effort; without Landlock at all it
+// runs on the host's filesystem and says so.
+func TestProcessLandlockMissing(t *testing.T) {
+	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	req := executor.Request{Args: []string{"true"}, Policy: policy.Policy{Backend: "process", Net: policy.NetNone}}
+	for _, abi := range []int{0, 3} {
+		executor.SimulateLandlock(ex, abi)
+		_, err := ex.Execute(t.Context(), req)
+		var u *policy.UnsupportedError
+		if !errors.As(err, &u) || u.Check != policy.CheckLandlockNet || !strings.Contains(u.Reason, "landlock ABI 4 for network rules") {
+			t.Errorf("ABI %d, net none: %v; want refused, naming landlock ABI 4", abi, err)
+		}
+	}
+	executor.SimulateLandlock(ex, 0)
+	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: policy.Policy{Backend: "process"}})
+	if err != nil || res.Enforced.Landlock != 0 || !slices.Equal(res.Enforced.NotEnforced, []string{"network isolation", "filesystem isolation"}) {
+		t.Errorf("no Landlock: %v %+v", err, res)
+	}
+}
