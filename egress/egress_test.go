@@ -568,3 +568,52 @@ func TestConnectionFlood(t *testing.T) {
 		}
 	}
 }
+
+// Plain HTTP forwarding: a request body goes up (chunked too), a
+// response without a length comes down whole, hop-by-hop and proxy
+// headers stay behind.
+func TestForwardBodies(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("Proxy-Authorization") != "" || r.Header.Get("Proxy-Connection") != "" {
+			t.Error("proxy headers forwarded")
+		}
+		if r.URL.Path == "/stream" {
+			w.(http.Flusher).Flush() // chunked, no length
+		}
+		fmt.Fprintf(w, "%s %s %d %s", r.Method, r.URL.RequestURI(), len(body), body)
+	}))
+	defer srv.Close()
+	_, port := hostPort(t, srv.URL)
+	p := newProxy(t, policy.Egress{Allow: []string{fmt.Sprintf("127.0.0.1:%d", port)}})
+	c := client(serve(t, p), nil)
+	req, _ := http.NewRequest("POST", srv.URL+"/post?q=1", strings.NewReader("hello"))
+	req.Header.Set("Proxy-Authorization", "Basic eDp5")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "POST /post?q=1 5 hello" {
+		t.Errorf("post: %q", b)
+	}
+	// A body of unknown length (chunked up) and a streamed response.
+	pr, pw := io.Pipe()
+	go func() { pw.Write([]byte("chunk")); pw.Close() }()
+	req, _ = http.NewRequest("PUT", srv.URL+"/stream", pr)
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "PUT /stream 5 chunk" {
+		t.Errorf("stream: %q", b)
+	}
+	waitServed(t, p)
+	log, _ := p.Close()
+	if len(log) != 2 || log[0].BytesUp < 5 || log[1].BytesDown == 0 || log[0].Error != "" || log[1].Error != "" {
+		t.Errorf("log %+v", log)
+	}
+}
