@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
+	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/policy/hostprobe"
@@ -509,6 +511,14 @@ func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, er
 	spec := e.baseSpec(req, p, rl, limits, filter)
 	spec.Env, spec.Dir, spec.HostNetwork, spec.Plan = environment(p), p.Chdir, hostNet, plan
 	spec.Landlock = landlock(enf, plan, false)
+	if p.Network() == policy.NetAllow {
+		// The request's own rules: a pooled sandbox has the listener
+		// (its jail), the proxy comes with each request.
+		if spec.Egress, err = egress.New(egress.Config{Egress: p.Egress}); err != nil {
+			return nsjail.Spec{}, err
+		}
+		spec.EgressPort = egress.Port
+	}
 	return spec, nil
 }
 
@@ -632,6 +642,11 @@ func rlimits(p policy.Policy) []nsjail.Rlimit {
 // variables the policy passes through from the caller, then its Setenv.
 func environment(p policy.Policy) []string {
 	env := map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/workspace", "LANG": "C.UTF-8"}
+	if p.Network() == policy.NetAllow {
+		// The proxy's address for every client that reads the usual
+		// variables; the policy may still override them.
+		maps.Copy(env, egress.Env())
+	}
 	for _, k := range p.EnvPass {
 		if v, ok := os.LookupEnv(k); ok {
 			env[k] = v

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -52,6 +53,7 @@ type Sandbox struct {
 	outs        []*outPipe    // the program's output pipes (outpipe_linux.go)
 	programSent bool          // the program went with the spec (build)
 	cpuBase     time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
+	egressLn    net.Listener  // net allow: the init's listener, until served (under mu)
 
 	mu        sync.Mutex
 	reason    Status // why the supervisor killed it; "" = it did not
@@ -172,7 +174,7 @@ func newSandbox(spec *Spec) *Sandbox {
 }
 
 func initConfigFor(spec *Spec) initConfig {
-	return initConfig{Hostname: or(spec.Hostname, "airlock"), NetNS: !spec.HostNetwork, Plan: spec.Plan, Staging: stagingDir, Process: spec.Process, Landlock: spec.Landlock}
+	return initConfig{Hostname: or(spec.Hostname, "airlock"), NetNS: !spec.HostNetwork, Plan: spec.Plan, Staging: stagingDir, Process: spec.Process, Landlock: spec.Landlock, EgressPort: spec.EgressPort}
 }
 
 func programConfigFor(spec *Spec) programConfig {
@@ -299,7 +301,11 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 			return err
 		}
 	}
-	if err := s.awaitPrepared(c.statusR); err != nil {
+	err := s.awaitPrepared(c.statusR)
+	if err == nil {
+		err = s.checkEgressListener()
+	}
+	if err != nil {
 		s.Kill()
 		<-s.exited
 		return err
@@ -314,6 +320,7 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 // run sends the init its program (unless build did) and returns once it
 // was exec'd.
 func (s *Sandbox) run(c *initChannels) error {
+	s.serveEgress()
 	if !s.programSent {
 		if err := s.sendProgram(c); err != nil {
 			return err
@@ -322,6 +329,7 @@ func (s *Sandbox) run(c *initChannels) error {
 	if err := s.awaitExec(c.statusR); err != nil {
 		s.Kill()
 		<-s.exited
+		s.closeEgress()
 		return err
 	}
 	s.phase("exec")
@@ -538,6 +546,7 @@ func (s *Sandbox) releaseNamespaces() {
 	s.held = nil
 	s.mu.Unlock()
 	closeAll(held)
+	s.dropEgressListener()
 }
 
 func closeAll(files []*os.File) {
@@ -607,6 +616,9 @@ func enforcedFor(spec *Spec) Enforced {
 	if spec.HostNetwork {
 		e.Network = "host"
 	} else {
+		if spec.Egress != nil {
+			e.Network, e.Egress = "allow", fmt.Sprintf("proxy 127.0.0.1:%d inside; %s", spec.EgressPort, spec.Egress)
+		}
 		e.Namespaces = append(e.Namespaces, "net")
 	}
 	if spec.Process {

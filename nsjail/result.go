@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -81,6 +82,12 @@ type Result struct {
 	// message, fix). On a result whose program ran it is a note about
 	// the result itself (its cgroup statistics could not be read).
 	Error *policy.ErrorInfo `json:"error,omitempty"`
+	// Network lists, with net allow, every connection the program asked
+	// the egress proxy for, in order: host, port, address, verdict,
+	// bytes up and down, duration. NetworkDropped counts those past the
+	// log's 4096 entries.
+	Network        []egress.Conn `json:"network,omitempty"`
+	NetworkDropped int           `json:"network_dropped,omitempty"`
 }
 
 // ErrorResult is the Result of a request that has no outcome of its own:
@@ -214,11 +221,15 @@ type Enforced struct {
 	UIDMap string `json:"uid_map"`
 	// Rootfs is how the root was switched: "pivot_root".
 	Rootfs string `json:"rootfs"`
-	// Network is "none" (private namespace, lo only), "host", or
-	// "landlock" (the process backend: the host's network namespace, TCP
-	// bind and connect denied by Landlock; UDP not below ABI 10, listed
-	// in NotEnforced).
+	// Network is "none" (private namespace, lo only), "allow" (that,
+	// with the egress proxy as its one way out), "host", or "landlock"
+	// (the process backend: the host's network namespace, TCP bind and
+	// connect denied by Landlock; UDP not below ABI 10, listed in
+	// NotEnforced).
 	Network string `json:"network"`
+	// Egress describes the egress proxy of net allow: where it listens
+	// inside, its rules and limits. "" without net allow.
+	Egress string `json:"egress,omitempty"`
 	// Limits is the backend of the memory and task limits: "cgroup2",
 	// "cgroup1", "rlimit", or "none" (a spec with neither).
 	Limits string `json:"limits"`

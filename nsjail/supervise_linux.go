@@ -146,6 +146,16 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 			return &policy.SetupError{Stage: "status", Err: fmt.Errorf("bad message from init: %w", err)}
 		}
 		s.initPhases(st.Marks)
+		if st.Egress {
+			fd, err := listenerFD(oob[:oobn])
+			if err == nil {
+				err = s.keepEgressListener(fd)
+			}
+			if err != nil {
+				return &policy.SetupError{Stage: "egress listener", Err: err}
+			}
+			continue
+		}
 		if st.Listener && !st.Ready {
 			return &policy.SetupError{Stage: "status", Err: errors.New("bad message from init: a listener without ready")}
 		}
@@ -304,6 +314,9 @@ func (s *Sandbox) Wait() (*Result, error) {
 	<-s.exited
 	wall := time.Since(s.start)
 	s.phase("exited")
+	// The program's connections end with it (the pid namespace took
+	// every process): the log is final.
+	network, dropped := s.closeEgress()
 	s.mu.Lock()
 	cancelled, reason, violation := s.cancel, s.reason, s.violation
 	s.mu.Unlock()
@@ -311,7 +324,7 @@ func (s *Sandbox) Wait() (*Result, error) {
 	if st == nil {
 		return nil, &policy.SetupError{Stage: "wait", Err: s.waitErr}
 	}
-	res := &Result{WallTimeMS: wall.Milliseconds(), Enforced: s.enforced}
+	res := &Result{WallTimeMS: wall.Milliseconds(), Enforced: s.enforced, Network: network, NetworkDropped: dropped}
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
 		res.CPUTimeMS = (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Milliseconds()
 		res.MemoryPeakBytes = ru.Maxrss * 1024

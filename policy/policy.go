@@ -84,6 +84,9 @@ type Policy struct {
 	// caller that must not run on the host's network says so: net none.
 	// Validate keeps "" as it is; Network returns the mode in force.
 	Net Net `json:"net,omitempty"`
+	// Egress is the allow-list of net allow (NetAllow); in a policy
+	// document it is net's object form: net: {"allow": [...]}.
+	Egress Egress `json:"-"`
 	// Mounts are added, in order, after the default filesystem.
 	Mounts []Mount `json:"mounts,omitempty"`
 	// Workspace is a host directory bound writable at /workspace. "" = a
@@ -211,11 +214,13 @@ func Parse(data []byte) (Policy, error) {
 		data = j
 	}
 	var p Policy
+	j := p.jsonForm()
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	if err := dec.Decode(j); err != nil {
 		return Policy{}, decodeError(data, isJSON, err)
 	}
+	p.fromJSON(j)
 	if dec.More() {
 		return Policy{}, Invalid("policy", "trailing data after the JSON object")
 	}
@@ -278,11 +283,15 @@ func decodeError(data []byte, isJSON bool, err error) error {
 	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var inv *InvalidError
 	switch {
+	case errors.As(err, &inv):
+		return inv // a value's own decoder named its field (net)
 	case errors.As(err, &syn):
 		return Invalid("policy", "JSON syntax error%s: %s", at(syn.Offset), strings.TrimPrefix(syn.Error(), "json: "))
 	case errors.As(err, &typ):
-		field := typ.Field
+		// Fields decode through policyJSON's embedded policyFields.
+		field := strings.TrimPrefix(typ.Field, "policyFields.")
 		if field == "" {
 			field = "policy"
 		}
@@ -305,7 +314,11 @@ func failingField(data []byte) string {
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
 		raw, ok := fields[name]
-		if ok && json.Unmarshal(raw, reflect.New(t.Field(i).Type).Interface()) != nil {
+		typ := t.Field(i).Type
+		if name == "net" {
+			typ = reflect.TypeFor[netJSON]()
+		}
+		if ok && json.Unmarshal(raw, reflect.New(typ).Interface()) != nil {
 			return name
 		}
 	}
@@ -367,8 +380,15 @@ func (p *Policy) Validate() error {
 	}
 	switch p.Net {
 	case "", NetNone, NetLoopback, NetHost:
+		if !p.Egress.empty() {
+			return Invalid("net", "allow and deny rules go with net allow, not net %s", p.Network())
+		}
+	case NetAllow:
+		if err := p.Egress.validate(); err != nil {
+			return err
+		}
 	default:
-		return Invalid("net", "%q is not one of none, loopback, host", p.Net)
+		return Invalid("net", "%q is not one of none, loopback, host, allow", p.Net)
 	}
 	if err := checkSandboxPath("chdir", p.Chdir); err != nil {
 		return err

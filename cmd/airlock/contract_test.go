@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/policy/hostprobe"
 )
 
 // cliEnv is a place to run the CLI as a process of its own (this test
@@ -186,6 +187,12 @@ func TestCLIContract(t *testing.T) {
 	}
 	hasRuby := testutil.Exists("/usr/bin/ruby") || testutil.Exists("/usr/local/bin/ruby") || testutil.Exists("/bin/ruby")
 	invalid := policy.ClassInvalid
+	// Issue 21: Landlock's network rules (ABI 4) enforce the process
+	// backend's net none; without them it is refused.
+	row43 := cliCase{row: "43", args: []string{"run", "--backend", "process", "--net", "none", "--", "true"}, code: 125, status: "error", class: policy.ClassUnsupported, msg: []string{"network", "fix:", "do not retry"}}
+	if hostprobe.Probe(hostprobe.Options{NoCgroup: true}).Has(policy.CheckLandlockNet) {
+		row43 = cliCase{row: "43", args: row43.args, code: 0, status: "ok"}
+	}
 	cases := []cliCase{
 		{row: "1", args: []string{}, code: 125},
 		{row: "2", args: []string{"--version"}, code: 0},
@@ -242,8 +249,11 @@ func TestCLIContract(t *testing.T) {
 		{row: "39", args: []string{"run", "--preset", "strict", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--preset", "strict", "known: default"}},
 		{row: "40", args: []string{"run", "--preset", "default", "--policy", "$T/pol/bare.json", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--preset", "--policy"}},
 		{row: "41", args: []string{"run", "--net", "foo", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--net", "foo", "none, loopback, host"}},
-		{row: "42", args: []string{"run", "--net", "allow:example.com", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--net", "allow:example.com"}},
-		{row: "43", args: []string{"run", "--backend", "process", "--net", "none", "--", "true"}, code: 125, status: "error", class: policy.ClassUnsupported, msg: []string{"network", "fix:", "do not retry"}},
+		// Issue 20: an allow-list runs (nothing is resolved until the
+		// program connects).
+		{row: "42", args: []string{"run", "--net", "allow:example.com", "--", "true"}, code: 0, status: "ok"},
+		{row: "42b", args: []string{"run", "--net", "allow:", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--net", "names no rule"}},
+		row43,
 		{row: "44", args: []string{"run", "--setenv", "FOO", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--setenv", "K=V", "--env-pass"}},
 		{row: "45", args: []string{"run", "--setenv", "FOO", "1", "--", "env"}, code: 125, status: "error", class: invalid, msg: []string{"--setenv", "FOO=1"}},
 		{row: "46", args: []string{"run", "--env-pass", "FOO=2", "--", "env"}, code: 125, status: "error", class: invalid, msg: []string{"--env-pass", "FOO=2"}},

@@ -35,7 +35,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	// cgroup leaf (cliConfig).
 	r := hostprobe.Probe(hostprobe.Options{CgroupMoveSelf: true})
 	dry, langs, packaging := dryRun()
-	r.Checks = append(r.Checks, dry)
+	r.Checks = append(r.Checks, dry, egressRun())
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
@@ -116,8 +116,40 @@ func backendLines(h *policy.Host) []string {
 		"  and not: " + strings.Join(append(enf.NotEnforced(), "host processes are visible (no pid namespace)"), ", ")}
 }
 
-// checkDryRun is the ID of doctor's own check, the dry run.
-const checkDryRun policy.CheckID = "dry_run"
+// checkDryRun is the ID of doctor's own check, the dry run; checkEgress
+// the dry run of net allow.
+const (
+	checkDryRun policy.CheckID = "dry_run"
+	checkEgress policy.CheckID = "egress"
+)
+
+// egressRun starts a sandbox with net allow: the mode the host gives
+// egress by allow-list (a listener on the sandbox's loopback, handed to
+// this process's proxy), or why it cannot.
+func egressRun() policy.Capability {
+	c := policy.Capability{ID: checkEgress, Name: "net allow"}
+	ex, err := executor.New(cliConfig(""))
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	defer ex.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := policy.Default()
+	p.Timeout, p.Net, p.Egress.Allow = policy.Duration(20*time.Second), policy.NetAllow, []string{"doctor.invalid"}
+	res, err := ex.Execute(ctx, executor.Request{Args: []string{"/bin/sh", "-c", "exit 0"}, Policy: p})
+	switch {
+	case err != nil:
+		c.Detail = err.Error()
+	case res.Status != nsjail.StatusOK || res.Enforced.Network != "allow":
+		c.Detail = fmt.Sprintf("status %s, network %s: %s%s", res.Status, res.Enforced.Network, res.Error, res.Stderr)
+	default:
+		c.OK = true
+		c.Detail = "egress mode: the sandbox's own network namespace (lo only) and this process's HTTP/SOCKS5 proxy behind a listener on its loopback, admitting the allow-list (names resolved here; loopback, private and metadata addresses refused unless named)"
+	}
+	return c
+}
 
 // dryRun starts a real sandbox with the default policy: the authoritative
 // test (an LSM may let namespaces be created and then deny everything in

@@ -42,7 +42,7 @@ func execCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return o.fail(err)
 	}
-	o.json = f.json
+	o.json, o.verbose = f.json, f.verbose
 	rest := fs.Args()
 	src, programStdin := *code, stdin
 	switch {

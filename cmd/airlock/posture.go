@@ -301,6 +301,9 @@ func writePosture(w io.Writer, r *postureReport) {
 		limits += fmt.Sprintf(" (memory %d bytes, pids %d, cpus %g)", e.Cgroup.Memory, e.Cgroup.Pids, e.Cgroup.CPUs)
 	}
 	line("enforced", "backend %s, limits %s, network %s, timeout %s", e.Backend, limits, e.Network, e.Timeout)
+	if e.Egress != "" {
+		line("egress", "%s", e.Egress)
+	}
 	if len(e.NotEnforced) > 0 {
 		line("NOT enforced", "%s", strings.Join(e.NotEnforced, ", "))
 	}

@@ -23,6 +23,7 @@ import (
 // The exit status is the result's exit_code either way.
 type reporter struct {
 	json           bool
+	verbose        bool // --verbose: the connections --net allow refused, on stderr
 	stdout, stderr io.Writer
 	interrupted    syscall.Signal // the SIGINT or SIGTERM that cancelled the run
 }
@@ -224,6 +225,9 @@ func runRequest(req executor.Request, o *reporter, capStreams bool) int {
 	go in.handle(sigc, fwd, grace, cancel, done)
 	res, err := ex.Execute(ctx, req)
 	close(done)
+	if o.verbose && res != nil {
+		printDenials(res.Network, o.stderr)
+	}
 	if res == nil {
 		res = executor.ErrorResult(idMapCause(langError(err)))
 	}

@@ -34,9 +34,9 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 type runFlags struct {
 	policyFile, preset, timeout, cpuTime, memory, maxOutput, killGrace string
-	workspace, chdir, net, backend, pids, cpus                         string
-	roBinds, binds, tmpfs, setenv, envPass                             listFlag
-	json, bestEffort                                                   bool
+	workspace, chdir, backend, pids, cpus                              string
+	roBinds, binds, tmpfs, setenv, envPass, net                        listFlag
+	json, bestEffort, verbose                                          bool
 
 	fs *flag.FlagSet // the set they were registered in: which were given
 }
@@ -50,7 +50,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.memory, "memory", "", "memory limit, e.g. 256MiB or 1G (default 512MiB)")
 	fs.StringVar(&f.pids, "pids", "", "maximum number of tasks (default 256)")
 	fs.StringVar(&f.cpus, "cpus", "", "CPU rate limit in cores, 0.01 up to this host's CPUs (default none)")
-	fs.StringVar(&f.net, "net", "", "network: none|loopback|host (default none)")
+	fs.Var(&f.net, "net", "network: none|loopback|host|allow:RULE[,RULE...]|deny:RULE[,...] (default none; allow and deny repeatable; see docs/network.md)")
 	fs.StringVar(&f.backend, "backend", "", "namespaces (default) or process (no isolation: rlimits, seccomp, process-group kill)")
 	fs.Var(&f.roBinds, "ro-bind", "bind host `SRC[:DST]` read-only (repeatable; one argument, not bwrap's two)")
 	fs.Var(&f.binds, "bind", "bind host `SRC[:DST]` writable (repeatable; one argument, not bwrap's two)")
@@ -63,6 +63,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.killGrace, "kill-grace", "", "after a SIGINT or SIGTERM passed on to the program, how long it has before the sandbox is killed (default 2s)")
 	fs.BoolVar(&f.json, "json", false, "capture output and print one JSON result, whatever happens")
 	fs.BoolVar(&f.bestEffort, "best-effort", false, "run even if some limits cannot be enforced (reported)")
+	fs.BoolVar(&f.verbose, "verbose", false, "also print each connection --net allow refused on stderr")
 }
 
 // given reports whether the flag was on the command line.
@@ -135,19 +136,8 @@ func (f *runFlags) policy() (policy.Policy, error) {
 			return p, err
 		}
 	}
-	if f.given("net") {
-		switch policy.Net(f.net) {
-		case policy.NetNone, policy.NetLoopback, policy.NetHost:
-			p.Net = policy.Net(f.net)
-		default:
-			hint := ""
-			if strings.HasPrefix(f.net, "allow:") {
-				hint = " (an egress allow-list, allow:RULES, is not in this airlock yet)"
-			} else if c := closest(strings.ToLower(f.net), []string{"none", "loopback", "host"}); c != "" {
-				hint = " (did you mean " + c + "?)"
-			}
-			return p, policy.Invalid("--net", "%q is not one of none, loopback, host%s; example: --net none", f.net, hint)
-		}
+	if err := netFlags(&p, f.net); err != nil {
+		return p, err
 	}
 	if f.given("backend") {
 		if f.backend != "namespaces" && f.backend != "process" {
@@ -567,7 +557,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return o.fail(err)
 	}
-	o.json = f.json
+	o.json, o.verbose = f.json, f.verbose
 	if fs.NArg() == 0 {
 		return o.fail(policy.Invalid("PROGRAM", "no program given: airlock run [flags] -- PROGRAM [ARGS...]"))
 	}
