@@ -69,7 +69,7 @@ func Example() {
 	}
 	// Output:
 	// fail: exited exit=4 ""
-	// loop: timeout exit=0 ""
+	// loop: timeout exit=137 ""
 	// square: ok exit=0 "49\n"
 }
 

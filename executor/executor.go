@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
+	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/policy/hostprobe"
@@ -233,6 +235,30 @@ type Request struct {
 	// written; when nil the stream is captured into the Result, capped at
 	// the policy's MaxOutput.
 	Stdout, Stderr io.Writer
+	// LimitStreams caps Stdout and Stderr (when set) at the policy's
+	// MaxOutput too, as captured streams are: past it the rest is
+	// dropped, the sandbox is killed and the status is output_limit.
+	// false = passed through whole.
+	LimitStreams bool
+	// Signals, if set, are delivered to the running program as they
+	// arrive (to the sandbox's pid 1: see nsjail.Sandbox.Signal), from
+	// its exec to its end: how the CLI passes on the SIGINT, SIGTERM,
+	// SIGHUP, ... it receives. Ending the run is the context's job.
+	Signals <-chan os.Signal
+}
+
+// ErrorResult is the Result of a request Execute refused or could not
+// run (err non-nil and no Result): status "error", err classified in
+// Error (class, retryable, stage, field, message, fix), and the exit code
+// its class gives (125, or 75 when a retry can help). nil for a nil err.
+// A caller that reports every outcome as a Result (the CLI's --json, a
+// server) uses it for the failures Execute returns without one.
+func ErrorResult(err error) *Result {
+	r := nsjail.ErrorResult(err)
+	if r == nil {
+		return nil
+	}
+	return &Result{Result: *r}
 }
 
 // Execute runs req and returns its Result. Program outcomes (non-zero
@@ -485,6 +511,14 @@ func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, er
 	spec := e.baseSpec(req, p, rl, limits, filter)
 	spec.Env, spec.Dir, spec.HostNetwork, spec.Plan = environment(p), p.Chdir, hostNet, plan
 	spec.Landlock = landlock(enf, plan, false)
+	if p.Network() == policy.NetAllow {
+		// The request's own rules: a pooled sandbox has the listener
+		// (its jail), the proxy comes with each request.
+		if spec.Egress, err = egress.New(egress.Config{Egress: p.Egress}); err != nil {
+			return nsjail.Spec{}, err
+		}
+		spec.EgressPort = egress.Port
+	}
 	return spec, nil
 }
 
@@ -559,6 +593,8 @@ func (e *Executor) baseSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, li
 		Stdin:        req.Stdin,
 		Stdout:       req.Stdout,
 		Stderr:       req.Stderr,
+		Signals:      req.Signals,
+		LimitStreams: req.LimitStreams,
 		OutputLimit:  int64(p.MaxOutput),
 		InitPath:     e.cfg.InitPath,
 		SpawnPath:    e.cfg.SpawnPath,
@@ -606,6 +642,11 @@ func rlimits(p policy.Policy) []nsjail.Rlimit {
 // variables the policy passes through from the caller, then its Setenv.
 func environment(p policy.Policy) []string {
 	env := map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/workspace", "LANG": "C.UTF-8"}
+	if p.Network() == policy.NetAllow {
+		// The proxy's address for every client that reads the usual
+		// variables; the policy may still override them.
+		maps.Copy(env, egress.Env())
+	}
 	for _, k := range p.EnvPass {
 		if v, ok := os.LookupEnv(k); ok {
 			env[k] = v

@@ -287,8 +287,10 @@ func TestExitStatusClassified(t *testing.T) {
 		t.Fatalf("got %+v", res)
 	}
 	res, err := testutil.RunErr(t, []string{"no-such-program-xyz"}, nil)
-	if !errors.Is(err, unix.ENOENT) || res.Status != nsjail.StatusSetupError || !strings.HasPrefix(res.Error, "exec:") {
-		t.Fatalf("missing program: %v %+v", err, res)
+	if !errors.Is(err, unix.ENOENT) || !errors.Is(err, policy.ErrInvalid) || res.Status != nsjail.StatusSetupError || res.ExitCode != 127 ||
+		res.Error == nil || res.Error.Stage != "exec" || res.Error.Class != policy.ClassInvalid || res.Error.Field != "args" ||
+		!strings.Contains(res.Error.Message, "no-such-program-xyz") {
+		t.Fatalf("missing program: %v %+v %+v", err, res, res.Error)
 	}
 }
 

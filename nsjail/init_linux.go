@@ -122,9 +122,13 @@ func runInit(status *os.File, started int64) error {
 		return err
 	}
 	m.take()
-	// 4. The jail: mounts, root, hostname, loopback.
+	// 4. The jail: mounts, root, hostname, loopback; with net allow,
+	// the egress proxy's listener on that loopback, for the parent.
 	if !cfg.Process {
 		if err := buildJail(cfg); err != nil {
+			return err
+		}
+		if err := stage("egress listener", sendEgressListener(cfg.EgressPort)); err != nil {
 			return err
 		}
 	}

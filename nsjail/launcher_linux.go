@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -33,8 +34,11 @@ type Sandbox struct {
 	enforced Enforced
 	stdout   *capture
 	stderr   *capture
+	// stdoutCap and stderrCap cap the caller's writers (Spec.LimitStreams).
+	stdoutCap, stderrCap *streamCap
 
 	exited  chan struct{} // closed once the init is reaped
+	execd   chan struct{} // closed once the program was exec'd (signals are forwarded from then on)
 	waitErr error         // cmd.Wait's error, set before exited closes
 	// pid is the init's host pid. Forked by the supervisor, the init is
 	// cmd's process; started by the spawn helper (Spec.SpawnPath), cmd is
@@ -49,6 +53,7 @@ type Sandbox struct {
 	outs        []*outPipe    // the program's output pipes (outpipe_linux.go)
 	programSent bool          // the program went with the spec (build)
 	cpuBase     time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
+	egressLn    net.Listener  // net allow: the init's listener, until served (under mu)
 
 	mu        sync.Mutex
 	reason    Status // why the supervisor killed it; "" = it did not
@@ -60,9 +65,10 @@ type Sandbox struct {
 	groupDone bool
 }
 
-// reasonCancelled is the kill reason when the caller's context ended; it
-// never appears in a Result (the run returns the context's error).
-const reasonCancelled Status = "cancelled"
+// reasonCancelled is the kill reason when the caller's context ended:
+// the Result's status is cancelled, and the run returns the context's
+// error with it.
+const reasonCancelled = StatusCancelled
 
 // Run starts a sandbox and waits for it. Every outcome of the program is
 // a Result with a nil error. A non-nil error means there is no trusted
@@ -82,13 +88,15 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 // setup_error Result with the error.
 func waitStarted(t0 time.Time, spec *Spec, sb *Sandbox, err error) (*Result, error) {
 	if errors.Is(err, errSetupTimeout) {
-		return &Result{Status: StatusTimeout, Signal: "SIGKILL", WallTimeMS: time.Since(t0).Milliseconds(),
-			Error: errSetupTimeout.Error(), Enforced: enforcedFor(spec)}, nil
+		return &Result{Status: StatusTimeout, ExitCode: 128 + int(syscall.SIGKILL), Signal: "SIGKILL", WallTimeMS: time.Since(t0).Milliseconds(),
+			Error: &policy.ErrorInfo{Class: policy.ClassUnavailable, Retryable: true, Stage: "init", Message: errSetupTimeout.Error(),
+				Fix: "a longer timeout, or a less loaded host"}, Enforced: enforcedFor(spec)}, nil
 	}
 	if err != nil {
 		var se *policy.SetupError
 		if errors.As(err, &se) {
-			return &Result{Status: StatusSetupError, Error: se.Stage + ": " + se.Err.Error(), Enforced: enforcedFor(spec)}, err
+			return &Result{Status: StatusSetupError, ExitCode: ExitCodeOf(err), WallTimeMS: time.Since(t0).Milliseconds(),
+				Error: policy.Describe(err), Enforced: enforcedFor(spec)}, err
 		}
 		return nil, err
 	}
@@ -112,6 +120,17 @@ func (s *Sandbox) outputs(spec *Spec) (stdout, stderr io.Writer) {
 		limit = policy.DefaultMaxOutput
 	}
 	stdout, stderr = spec.Stdout, spec.Stderr
+	if spec.LimitStreams {
+		overflow := func() { s.kill(StatusOutputLimit) }
+		if stdout != nil {
+			s.stdoutCap = &streamCap{w: stdout, left: limit, overflow: overflow}
+			stdout = s.stdoutCap
+		}
+		if stderr != nil {
+			s.stderrCap = &streamCap{w: stderr, left: limit, overflow: overflow}
+			stderr = s.stderrCap
+		}
+	}
 	if stdout == nil {
 		s.stdout = &capture{limit: limit, overflow: func() { s.kill(StatusOutputLimit) }}
 		stdout = s.stdout
@@ -147,7 +166,7 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 }
 
 func newSandbox(spec *Spec) *Sandbox {
-	s := &Sandbox{spec: spec, log: spec.Logger, exited: make(chan struct{}), enforced: enforcedFor(spec)}
+	s := &Sandbox{spec: spec, log: spec.Logger, exited: make(chan struct{}), execd: make(chan struct{}), enforced: enforcedFor(spec)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -155,7 +174,7 @@ func newSandbox(spec *Spec) *Sandbox {
 }
 
 func initConfigFor(spec *Spec) initConfig {
-	return initConfig{Hostname: or(spec.Hostname, "airlock"), NetNS: !spec.HostNetwork, Plan: spec.Plan, Staging: stagingDir, Process: spec.Process, Landlock: spec.Landlock}
+	return initConfig{Hostname: or(spec.Hostname, "airlock"), NetNS: !spec.HostNetwork, Plan: spec.Plan, Staging: stagingDir, Process: spec.Process, Landlock: spec.Landlock, EgressPort: spec.EgressPort}
 }
 
 func programConfigFor(spec *Spec) programConfig {
@@ -282,7 +301,11 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 			return err
 		}
 	}
-	if err := s.awaitPrepared(c.statusR); err != nil {
+	err := s.awaitPrepared(c.statusR)
+	if err == nil {
+		err = s.checkEgressListener()
+	}
+	if err != nil {
 		s.Kill()
 		<-s.exited
 		return err
@@ -297,6 +320,7 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 // run sends the init its program (unless build did) and returns once it
 // was exec'd.
 func (s *Sandbox) run(c *initChannels) error {
+	s.serveEgress()
 	if !s.programSent {
 		if err := s.sendProgram(c); err != nil {
 			return err
@@ -305,9 +329,11 @@ func (s *Sandbox) run(c *initChannels) error {
 	if err := s.awaitExec(c.statusR); err != nil {
 		s.Kill()
 		<-s.exited
+		s.closeEgress()
 		return err
 	}
 	s.phase("exec")
+	close(s.execd)
 	return nil
 }
 
@@ -520,6 +546,7 @@ func (s *Sandbox) releaseNamespaces() {
 	s.held = nil
 	s.mu.Unlock()
 	closeAll(held)
+	s.dropEgressListener()
 }
 
 func closeAll(files []*os.File) {
@@ -589,6 +616,9 @@ func enforcedFor(spec *Spec) Enforced {
 	if spec.HostNetwork {
 		e.Network = "host"
 	} else {
+		if spec.Egress != nil {
+			e.Network, e.Egress = "allow", fmt.Sprintf("proxy 127.0.0.1:%d inside; %s", spec.EgressPort, spec.Egress)
+		}
 		e.Namespaces = append(e.Namespaces, "net")
 	}
 	if spec.Process {

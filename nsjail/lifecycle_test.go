@@ -2,6 +2,7 @@ package nsjail_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -167,23 +168,30 @@ func TestKillIsSignaled(t *testing.T) {
 	}
 }
 
-// Cancelling the context kills the sandbox and is an error, not a result.
+// Cancelling the context kills the sandbox: the result is cancelled,
+// with what the program printed before, and the context's error.
 func TestContextCancelKills(t *testing.T) {
 	testutil.RequireUserNS(t)
 	m := marker()
 	ctx, cancel := context.WithCancel(t.Context())
 	ex, _ := executor.New(executor.Config{})
+	defer ex.Close()
 	done := make(chan error, 1)
+	var res *executor.Result
 	go func() {
-		_, err := ex.Execute(ctx, executor.Request{Args: []string{"sleep", m}})
+		var err error
+		res, err = ex.Execute(ctx, executor.Request{Args: []string{"sh", "-c", "echo partial; exec sleep " + m}})
 		done <- err
 	}()
 	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", m)) == 1 }) {
 		t.Fatal("sleeper never started")
 	}
 	cancel()
-	if err := <-done; err == nil || !strings.Contains(err.Error(), "cancel") {
+	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want a cancellation error", err)
+	}
+	if res == nil || res.Status != nsjail.StatusCancelled || res.Stdout != "partial\n" || res.ExitCode != 137 || res.Signal != "SIGKILL" {
+		t.Fatalf("cancelled result: %+v", res)
 	}
 	if left := testutil.HostProcsWith("sleep", m); len(left) != 0 {
 		t.Fatalf("left behind: %v", left)
@@ -229,7 +237,7 @@ func TestTimeoutDuringSetupIsAResult(t *testing.T) {
 	if err != nil || res.Status != nsjail.StatusTimeout {
 		t.Fatalf("got %v %+v", err, res)
 	}
-	if res.Error != "" && (!strings.Contains(res.Error, "during setup") || res.Stdout != "") {
+	if res.ExitCode != 137 || res.Error != nil && (!strings.Contains(res.Error.Message, "during setup") || !res.Error.Retryable || res.Stdout != "") {
 		t.Fatalf("a timeout result with an error that is not a setup timeout: %+v", res)
 	}
 
@@ -247,7 +255,7 @@ func TestTimeoutDuringSetupIsAResult(t *testing.T) {
 		defer g.Delete()
 		spec.Cgroup = slowPlacement{g}
 		res, err := nsjail.Run(t.Context(), spec)
-		if err != nil || res.Status != nsjail.StatusTimeout || !strings.Contains(res.Error, "during setup") || res.Stdout != "" {
+		if err != nil || res.Status != nsjail.StatusTimeout || res.Error == nil || !strings.Contains(res.Error.Message, "during setup") || res.Stdout != "" {
 			t.Fatalf("timeout during a held setup: %v %+v", err, res)
 		}
 	})
@@ -408,7 +416,7 @@ func TestCgroupStatsFailAfterRun(t *testing.T) {
 	defer g.Delete()
 	spec.Cgroup = statsFail{g}
 	res, err := nsjail.Run(t.Context(), spec)
-	if err != nil || res.Status != nsjail.StatusOK || res.Stdout != "ran\n" || !strings.Contains(res.Error, "cgroup stats unavailable") {
+	if err != nil || res.Status != nsjail.StatusOK || res.Stdout != "ran\n" || res.Error == nil || !strings.Contains(res.Error.Message, "cgroup stats unavailable") {
 		t.Fatalf("stats failing after the run: %v %+v", err, res)
 	}
 }

@@ -1,6 +1,7 @@
 package nsjail
 
 import (
+	"io"
 	"strings"
 	"sync"
 )
@@ -55,9 +56,50 @@ func (c *capture) reserve(n int) {
 	c.buf.Grow(int(c.limit) - c.buf.Len())
 }
 
-// text returns the captured bytes as valid UTF-8 (invalid bytes replaced).
+// text returns the captured bytes, as they were written (encodeOutput
+// makes them a result's string).
 func (c *capture) text() (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return strings.ToValidUTF8(c.buf.String(), "\uFFFD"), c.truncated
+	return c.buf.String(), c.truncated
+}
+
+// streamCap passes at most left bytes on to w, the caller's writer of a
+// stream that is not captured (Spec.LimitStreams); past it the rest is
+// dropped and overflow is called once.
+type streamCap struct {
+	mu        sync.Mutex
+	w         io.Writer
+	left      int64
+	truncated bool
+	overflow  func()
+}
+
+func (c *streamCap) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	keep := min(int64(len(p)), c.left)
+	c.left -= keep
+	first := keep < int64(len(p)) && !c.truncated
+	if keep < int64(len(p)) {
+		c.truncated = true
+	}
+	var err error
+	if keep > 0 {
+		_, err = c.w.Write(p[:keep])
+	}
+	c.mu.Unlock()
+	if first && c.overflow != nil {
+		c.overflow()
+	}
+	if err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// cut reports whether the stream passed its cap.
+func (c *streamCap) cut() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.truncated
 }

@@ -23,10 +23,27 @@ func TestCaptureKeepsPrefixAndOverflowsOnce(t *testing.T) {
 	}
 }
 
-func TestCaptureReplacesInvalidUTF8(t *testing.T) {
+// Output that is not valid UTF-8 is carried without loss: base64, with
+// its encoding named; a truncated stream cut inside a character loses
+// only that character's first bytes, not its UTF-8 form.
+func TestOutputNeverLossy(t *testing.T) {
 	c := &capture{limit: 10}
 	c.Write([]byte{'a', 0xff, 'b'})
-	if s, trunc := c.text(); s != "a\uFFFDb" || trunc {
+	s, trunc := c.text()
+	if s != "a\xffb" || trunc {
 		t.Fatalf("got %q %v", s, trunc)
+	}
+	text, enc := encodeOutput(s, trunc)
+	if enc != EncodingBase64 || string(Bytes(text, enc)) != "a\xffb" {
+		t.Fatalf("encoded %q %q", text, enc)
+	}
+	if text, enc := encodeOutput("héllo", false); text != "héllo" || enc != "" {
+		t.Fatalf("valid UTF-8 encoded: %q %q", text, enc)
+	}
+	if text, enc := encodeOutput("ab\xc3", true); text != "ab" || enc != "" {
+		t.Fatalf("a truncated stream cut inside a character: %q %q", text, enc)
+	}
+	if text, enc := encodeOutput("ab\xc3", false); enc != EncodingBase64 || string(Bytes(text, enc)) != "ab\xc3" {
+		t.Fatalf("a stream that ends inside a character, not cut: %q %q", text, enc)
 	}
 }

@@ -48,11 +48,11 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		return nil, policy.Invalid("backend", "the process backend has no jail to prepare")
 	}
 	check := spec
-	check.Args = []string{"prepare"}
+	check.Args, check.Egress, check.EgressPort = []string{"prepare"}, nil, 0
 	if err := check.validate(); err != nil {
 		return nil, err
 	}
-	spec.Args, spec.Env, spec.Rlimits, spec.Seccomp = nil, nil, nil, nil
+	spec.Args, spec.Env, spec.Rlimits, spec.Seccomp, spec.Egress = nil, nil, nil, nil, nil
 	spec.Stdin, spec.Stdout, spec.Stderr = nil, nil, nil
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -116,7 +116,7 @@ func SameFilter(a, b *seccomp.Filter) bool {
 // plan and Landlock ruleset, network, hostname, identity, cgroup limits
 // and init binary, on the namespaces backend. Their programs may differ.
 func SameJail(a, b *Spec) bool {
-	return !a.Process && !b.Process && reflect.DeepEqual(a.Plan, b.Plan) && reflect.DeepEqual(a.Landlock, b.Landlock) && a.HostNetwork == b.HostNetwork &&
+	return !a.Process && !b.Process && reflect.DeepEqual(a.Plan, b.Plan) && reflect.DeepEqual(a.Landlock, b.Landlock) && a.HostNetwork == b.HostNetwork && a.EgressPort == b.EgressPort &&
 		or(a.Hostname, "airlock") == or(b.Hostname, "airlock") && a.HostUID == b.HostUID && a.HostGID == b.HostGID &&
 		reflect.DeepEqual(a.CgroupLimits, b.CgroupLimits) && a.InitPath == b.InitPath && a.SpawnPath == b.SpawnPath
 }

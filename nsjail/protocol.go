@@ -25,9 +25,12 @@ import (
 //	 close fd 3 at once: the init does             this thread moves itself]
 //	 not wait for us below]                      build the jail (mounts,
 //	                                              pivot_root, hostname, lo up)
+//	fd 4: read, keep the listener       <-----  [net allow: {egress} + the
+//	      (served from the program's start)       listener on 127.0.0.1:PORT
+//	                                              inside (SCM_RIGHTS)]
 //	                                             confine: cgroupns, fds,
 //	                                              capabilities, no_new_privs
-//	fd 4: read one message              <-----  {prepared, marks}
+//	fd 4: read until "prepared"         <-----  {prepared, marks}
 //	      [a prepared sandbox of a warm pool waits here for a request]
 //	[warm: write programConfig, close]  ----->  read it
 //	                                             rlimits, chdir, lookup
@@ -73,6 +76,10 @@ type initConfig struct {
 	JoinCgroup int
 	// Landlock is the ruleset the init applies before the filter.
 	Landlock Landlock
+	// EgressPort, if not 0, is where the init listens on the sandbox's
+	// loopback for the egress proxy (net allow); it sends the listener
+	// to the parent (initStatus.Egress) and keeps no copy.
+	EgressPort int
 }
 
 // programConfig is the part of the spec applied just before exec: what
@@ -98,6 +105,9 @@ type initStatus struct {
 	// its last report, named by initMarks: where a start's time goes,
 	// logged by the parent at debug level (see Sandbox.phase).
 	Marks []int64
+	// Egress: the message carries the egress listener fd (SCM_RIGHTS),
+	// sent once, before "prepared".
+	Egress bool
 }
 
 // initMarks names the init's timing marks, in the order it takes them

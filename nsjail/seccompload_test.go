@@ -40,7 +40,7 @@ func TestFilterLoadFailureFailsClosed(t *testing.T) {
 		if !errors.As(err, &se) || se.Stage != "seccomp" || !errors.Is(err, unix.EINVAL) {
 			t.Errorf("%s: error %v, want a setup error at stage seccomp with EINVAL", mode, err)
 		}
-		if res == nil || res.Status != nsjail.StatusSetupError || !strings.Contains(res.Error, "seccomp") {
+		if res == nil || res.Status != nsjail.StatusSetupError || res.Error == nil || !strings.Contains(res.Error.Message, "seccomp") || res.Error.Stage != "seccomp" {
 			t.Errorf("%s: result %+v", mode, res)
 		}
 		if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {

@@ -3,9 +3,11 @@ package nsjail
 import (
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
+	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/rootfs"
 	"github.com/airlock-sandbox/airlock/seccomp"
@@ -27,6 +29,16 @@ type Spec struct {
 	// HostNetwork shares the host's network namespace. false (the
 	// default) gives a private one with only lo, up.
 	HostNetwork bool
+	// EgressPort, if not 0, has the init listen on 127.0.0.1:EgressPort
+	// in the sandbox's own network namespace and hand the listener to the
+	// supervisor, which serves Egress on it while the program runs: the
+	// sandbox's one way out (net allow). A prepared sandbox is made with
+	// the port and gets its Egress with the request.
+	EgressPort int
+	// Egress is the proxy served on the EgressPort listener (mandatory
+	// with it, except to Prepare); Wait closes it and its connection log
+	// is the Result's Network. One Proxy serves one run.
+	Egress *egress.Proxy
 	// Process selects the process backend: no namespaces and no root
 	// filesystem. The program runs on the host, in Dir (a host path), in
 	// a session of its own, under Rlimits, no_new_privs, Seccomp and
@@ -69,6 +81,16 @@ type Spec struct {
 	// capped at OutputLimit bytes: past the cap the sandbox is killed and
 	// the status is output_limit.
 	Stdout, Stderr io.Writer
+	// Signals, if set, are delivered to the sandbox's pid 1 as they
+	// arrive, once the program was exec'd (see Sandbox.Signal): how a CLI
+	// forwards the signals it receives. Signals that arrive before the
+	// exec are dropped (there is no program yet to receive them); ending
+	// the run is the context's job.
+	Signals <-chan os.Signal
+	// LimitStreams caps Stdout and Stderr (when set) at OutputLimit too:
+	// past it the rest is dropped, the sandbox killed (output_limit) and
+	// the stream marked truncated. false = they get everything.
+	LimitStreams bool
 	// OutputLimit is the cap of each captured stream. 0 = 1 MiB.
 	OutputLimit int64
 	// InitPath is the binary re-executed as the init; it must call Init
@@ -108,6 +130,12 @@ func (s *Spec) validate() error {
 		return policy.Invalid("plan", "empty filesystem plan")
 	case s.Landlock.ABI < 0 || s.Landlock.ABI == 0 && len(s.Landlock.Paths) > 0 || s.Landlock.Net && s.Landlock.ABI < 4 || s.Landlock.Scope && s.Landlock.ABI < 6:
 		return policy.Invalid("landlock", "ruleset %+v beyond its ABI", s.Landlock)
+	case s.EgressPort < 0 || s.EgressPort > 65535:
+		return policy.Invalid("egress port", "%d is not a port", s.EgressPort)
+	case (s.EgressPort != 0) != (s.Egress != nil):
+		return policy.Invalid("egress", "an egress port and its proxy go together")
+	case s.EgressPort != 0 && (s.HostNetwork || s.Process):
+		return policy.Invalid("egress", "the egress proxy needs the sandbox's own network namespace")
 	case s.Process && (len(s.Plan.Ops) > 0 || s.HostNetwork):
 		return policy.Invalid("plan", "the process backend has no filesystem plan and no network namespace")
 	}

@@ -35,16 +35,26 @@ func (s *Sandbox) watch(ctx context.Context) {
 		defer t.Stop()
 		cpuTick = t.C
 	}
+	// Signals are forwarded once the program runs: before, pid 1 is the
+	// init, which a signal would end (or confuse) mid-setup.
+	var sigs <-chan os.Signal
+	execd := s.execd
 	for {
 		select {
 		case <-s.exited:
 			return
+		case <-execd:
+			sigs, execd = s.spec.Signals, nil
+		case sig := <-sigs:
+			if err := s.Signal(sig); err != nil {
+				s.log.Debug("forwarding a signal", slog.String("signal", sig.String()), slog.Any("error", err))
+			}
 		case <-timeout:
 			s.kill(StatusTimeout)
 			return
 		case <-cpuTick:
 			if st, err := s.spec.Cgroup.Stats(); err == nil && st.CPU-s.cpuBase >= s.spec.CPUTime {
-				s.kill(StatusTimeout)
+				s.kill(StatusCPULimit)
 				return
 			}
 		case <-ctx.Done():
@@ -52,6 +62,35 @@ func (s *Sandbox) watch(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// Signal delivers sig to the sandbox's pid 1 (the program, or the reaper
+// that passes it on to the program), through its pidfd when there is one,
+// so never to a recycled pid. A pid-1 program receives only the signals
+// it has a handler for (SIGKILL and SIGSTOP aside), as any pid
+// namespace's init. Signalling a sandbox that has ended does nothing.
+func (s *Sandbox) Signal(sig os.Signal) error {
+	ss, ok := sig.(syscall.Signal)
+	if !ok {
+		return policy.Invalid("signal", "%v is not a syscall.Signal", sig)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.exited:
+		return nil
+	default:
+	}
+	var err error
+	if s.pidfd >= 0 {
+		err = unix.PidfdSendSignal(s.pidfd, ss, nil, 0)
+	} else {
+		err = s.cmd.Process.Signal(ss)
+	}
+	if errors.Is(err, unix.ESRCH) || errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	return err
 }
 
 // endGroup waits until the process backend's program, the leader of its
@@ -107,6 +146,16 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 			return &policy.SetupError{Stage: "status", Err: fmt.Errorf("bad message from init: %w", err)}
 		}
 		s.initPhases(st.Marks)
+		if st.Egress {
+			fd, err := listenerFD(oob[:oobn])
+			if err == nil {
+				err = s.keepEgressListener(fd)
+			}
+			if err != nil {
+				return &policy.SetupError{Stage: "egress listener", Err: err}
+			}
+			continue
+		}
 		if st.Listener && !st.Ready {
 			return &policy.SetupError{Stage: "status", Err: errors.New("bad message from init: a listener without ready")}
 		}
@@ -124,7 +173,7 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 		if st.Prepared && untilPrepared {
 			return nil
 		}
-		return &policy.SetupError{Stage: st.Stage, Err: &initError{msg: st.Msg, errno: syscall.Errno(st.Errno)}}
+		return &policy.SetupError{Stage: st.Stage, Err: s.initFailure(st)}
 	}
 	if !ready {
 		<-s.exited
@@ -137,6 +186,32 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 		return &policy.SetupError{Stage: "init", Err: fmt.Errorf("init died during setup: %v", s.cmd.ProcessState)}
 	}
 	return nil
+}
+
+// initFailure is the error of a failed step the init reported, typed
+// where the step says whose fault it is: the program's exec (a
+// ProgramError: not found, or not executable) and the working directory
+// (the request's chdir) are the request's; the rest are setup faults,
+// classified by their errno (policy.SetupError).
+func (s *Sandbox) initFailure(st initStatus) error {
+	errno := syscall.Errno(st.Errno)
+	switch {
+	case st.Stage == "exec" && errno != 0 && len(s.spec.Args) > 0:
+		switch errno {
+		case syscall.ENOENT, syscall.ENOTDIR, syscall.EACCES, syscall.ENOEXEC, syscall.EISDIR, syscall.ELOOP, syscall.ENAMETOOLONG:
+			return &ProgramError{Program: s.spec.Args[0], Errno: errno}
+		}
+	case st.Stage == "setrlimit" && errno == syscall.EPERM:
+		// Raising a hard limit needs privilege: the program's rlimits are
+		// above the ones the supervisor was started with.
+		return &policy.UnsupportedError{Control: "rlimits", Reason: "the program's rlimits (open_files, file_size, ...) are above the hard limits airlock was started with, which only a privileged process can raise (" + st.Msg + ")",
+			Fix: "raise the hard limits of the process that starts airlock (ulimit -H -n, -f), or lower open_files and file_size in the policy"}
+	case st.Stage == "chdir" && (errno == syscall.ENOENT || errno == syscall.ENOTDIR || errno == syscall.EACCES):
+		dir := or(s.spec.Dir, "/workspace")
+		return &fieldError{field: "chdir", errno: errno,
+			msg: fmt.Sprintf("%s: %s (the working directory must exist inside the sandbox: a path of its filesystem, /workspace or below, or a mount's target)", dir, st.Msg)}
+	}
+	return &initError{msg: st.Msg, errno: errno}
 }
 
 // watchNotify kills the sandbox when its seccomp filter reports a kill
@@ -239,26 +314,34 @@ func (s *Sandbox) Wait() (*Result, error) {
 	<-s.exited
 	wall := time.Since(s.start)
 	s.phase("exited")
+	// The program's connections end with it (the pid namespace took
+	// every process): the log is final.
+	network, dropped := s.closeEgress()
 	s.mu.Lock()
 	cancelled, reason, violation := s.cancel, s.reason, s.violation
 	s.mu.Unlock()
-	if reason == reasonCancelled {
-		return nil, fmt.Errorf("nsjail: run cancelled: %w", cancelled)
-	}
 	st := s.cmd.ProcessState
 	if st == nil {
 		return nil, &policy.SetupError{Stage: "wait", Err: s.waitErr}
 	}
-	res := &Result{WallTimeMS: wall.Milliseconds(), Enforced: s.enforced}
+	res := &Result{WallTimeMS: wall.Milliseconds(), Enforced: s.enforced, Network: network, NetworkDropped: dropped}
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
 		res.CPUTimeMS = (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Milliseconds()
 		res.MemoryPeakBytes = ru.Maxrss * 1024
 	}
 	if s.stdout != nil {
 		res.Stdout, res.StdoutTruncated = s.stdout.text()
+		res.Stdout, res.StdoutEncoding = encodeOutput(res.Stdout, res.StdoutTruncated)
+	}
+	if s.stdoutCap != nil {
+		res.StdoutTruncated = s.stdoutCap.cut()
+	}
+	if s.stderrCap != nil {
+		res.StderrTruncated = s.stderrCap.cut()
 	}
 	if s.stderr != nil {
 		res.Stderr, res.StderrTruncated = s.stderr.text()
+		res.Stderr, res.StderrEncoding = encodeOutput(res.Stderr, res.StderrTruncated)
 	}
 	ws := st.Sys().(syscall.WaitStatus)
 	res.Status, res.ExitCode = classify(ws, reason, res.CPUTimeMS, s.spec.CPUTime)
@@ -271,15 +354,16 @@ func (s *Sandbox) Wait() (*Result, error) {
 			// The program ran: this is no setup error (a caller may retry
 			// those). The result keeps pid 1's own rusage and says what
 			// it lacks.
-			res.Error = "cgroup stats unavailable, so memory and CPU are pid 1's own and an OOM kill reads as a SIGKILL: " + err.Error()
+			res.Error = &policy.ErrorInfo{Class: policy.ClassInternal, Stage: "cgroup stats",
+				Message: "cgroup stats unavailable, so memory and CPU are pid 1's own and an OOM kill reads as a SIGKILL: " + err.Error()}
 			s.log.Warn("reading a run's cgroup stats", slog.Any("error", err))
 		} else {
 			cpu := cs.CPU - s.cpuBase
 			res.MemoryPeakBytes, res.CPUTimeMS = cs.MemoryPeak, cpu.Milliseconds()
-			if cs.OOMKills > 0 && reason != StatusTimeout && reason != StatusOutputLimit && reason != StatusSeccompViolation {
-				res.Status, res.ExitCode = StatusMemoryLimit, 0
-			} else if reason == "" && s.spec.CPUTime > 0 && cpu >= s.spec.CPUTime && res.Status == StatusSignaled {
-				res.Status = StatusTimeout
+			if cs.OOMKills > 0 && (reason == "" || reason == StatusSignaled) {
+				res.Status = StatusMemoryLimit
+			} else if reason == "" && atCPULimit(cpu, s.spec.CPUTime) && res.Status == StatusSignaled && ws.Signal() == syscall.SIGKILL {
+				res.Status = StatusCPULimit
 			}
 		}
 	}
@@ -289,34 +373,58 @@ func (s *Sandbox) Wait() (*Result, error) {
 	if ws.Signaled() {
 		res.Signal = unix.SignalName(ws.Signal())
 	}
+	if res.Status.Killed() && !ws.Signaled() {
+		// A kill whose cause came after the program's own end (its
+		// output overflowed as it exited): the code says airlock's kill,
+		// as the status does.
+		res.ExitCode = 128 + int(syscall.SIGKILL)
+	}
+	var err error
+	if reason == reasonCancelled {
+		err = fmt.Errorf("nsjail: run cancelled: %w", cancelled)
+	}
 	s.phase("result")
 	s.log.Debug("sandbox ended", slog.Int("pid", s.pid), slog.String("status", string(res.Status)))
-	return res, nil
+	return res, err
 }
 
 // classify maps the wait status and the supervisor's own kill reason to a
-// Status and exit code (0 when killed).
+// Status and exit code: the program's code, or 128+N when signal N ended
+// it (the supervisor's SIGKILL included).
 func classify(ws syscall.WaitStatus, reason Status, cpuMS int64, cpuLimit time.Duration) (Status, int) {
+	code := ws.ExitStatus()
+	if ws.Signaled() {
+		code = 128 + int(ws.Signal())
+	}
 	switch {
-	case reason == StatusTimeout || reason == StatusOutputLimit || reason == StatusSeccompViolation:
-		return reason, 0
+	case reason == StatusTimeout || reason == StatusCPULimit || reason == StatusOutputLimit ||
+		reason == StatusSeccompViolation || reason == reasonCancelled:
+		return reason, code
 	case ws.Exited() && ws.ExitStatus() == 0:
 		return StatusOK, 0
 	case ws.Exited():
-		return StatusExited, ws.ExitStatus()
+		return StatusExited, code
 	case ws.Signal() == syscall.SIGSYS:
 		// The program is pid 1 of its namespace: nothing inside can kill
 		// it with SIGSYS, only the filter's KILL_PROCESS (a non-native
 		// syscall ABI, or a kill rule without a listener).
-		return StatusSeccompViolation, 0
+		return StatusSeccompViolation, code
 	case ws.Signal() == syscall.SIGXCPU:
-		return StatusTimeout, 0
-	case ws.Signal() == syscall.SIGKILL && cpuLimit > 0 &&
-		time.Duration(cpuMS)*time.Millisecond >= cpuLimit-max(cpuLimit/20, 100*time.Millisecond):
+		return StatusCPULimit, code
+	case ws.Signal() == syscall.SIGKILL && atCPULimit(time.Duration(cpuMS)*time.Millisecond, cpuLimit):
 		// RLIMIT_CPU's hard limit is a SIGKILL from the kernel (nothing
-		// inside the pid namespace can SIGKILL its pid 1); rusage may
-		// report a little less than the tick-accounted limit.
-		return StatusTimeout, 0
+		// inside the pid namespace can SIGKILL its pid 1).
+		return StatusCPULimit, code
 	}
-	return StatusSignaled, 0
+	return StatusSignaled, code
+}
+
+// atCPULimit reports whether cpu reached the CPU-time limit (0 = none),
+// near enough: RLIMIT_CPU kills on the scheduler's exact runtime, while
+// rusage's utime+stime (tick-sampled, then scaled) read 870..980 ms for
+// a 1 s kill here, and a v1 cgroup misses what the init used before it
+// joined. Nothing inside the pid namespace can SIGKILL its pid 1, so a
+// SIGKILL near the budget with no kill of the supervisor's is the limit.
+func atCPULimit(cpu, limit time.Duration) bool {
+	return limit > 0 && cpu >= limit*3/4
 }

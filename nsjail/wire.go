@@ -30,8 +30,9 @@ import (
 // wireVersion changes with the layout: an init of another layout fails
 // its read with an error naming both (build tokens catch the rest).
 // Version 2: initConfig lost Ahead and Seccomp (one filter slot, in
-// programConfig). Version 3: initConfig gained Landlock.
-const wireVersion = 3
+// programConfig). Version 3: initConfig gained Landlock. Version 4:
+// initConfig.EgressPort, initStatus.Egress.
+const wireVersion = 4
 
 // writeMsg sends one message: header and payload in a single write.
 func writeMsg(w io.Writer, payload []byte) error {
@@ -229,6 +230,7 @@ func (c *initConfig) marshal() []byte {
 	e.str(c.Staging)
 	e.int(int64(c.JoinCgroup))
 	e.landlock(c.Landlock)
+	e.int(int64(c.EgressPort))
 	return e.b
 }
 
@@ -248,6 +250,7 @@ func (c *initConfig) unmarshal(b []byte) error {
 	c.Staging = d.str()
 	c.JoinCgroup = d.smallInt()
 	c.Landlock = d.landlock()
+	c.EgressPort = d.smallInt()
 	return d.end()
 }
 
@@ -315,6 +318,7 @@ func (st *initStatus) marshal() []byte {
 	for _, m := range st.Marks {
 		e.int(m)
 	}
+	e.bool(st.Egress)
 	return e.b
 }
 
@@ -330,5 +334,6 @@ func (st *initStatus) unmarshal(b []byte) error {
 			st.Marks[i] = d.int()
 		}
 	}
+	st.Egress = d.bool()
 	return d.end()
 }

@@ -196,6 +196,12 @@ func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope boo
 	net = p.Net != NetHost && abi >= LandlockNet && h.Has(CheckLandlockNet)
 	switch {
 	case p.Net == NetHost:
+	case p.Net == NetAllow:
+		// No waiver: without a network namespace of its own the program
+		// would have the host's whole network, not the allow-list.
+		out = append(out, Unmet{Control: "network isolation", Field: "net", Required: true,
+			Reason: "net allow needs a network namespace of its own (its only way out is the proxy); the process backend shares the host's",
+			Fix:    fix})
 	case p.Net == NetLoopback && !fallback:
 		out = append(out, Unmet{Control: "network isolation", Field: "net",
 			Reason: "net loopback cannot be enforced: the process backend shares the host's network namespace (Landlock denies TCP, it gives no private loopback)",

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 )
 
@@ -165,4 +166,15 @@ func Describe(err error) *ErrorInfo {
 		info.Field, info.Fix = unsupported.Control, unsupported.Fix
 	}
 	return info
+}
+
+// String is the message, with its fix when there is one ("" for nil).
+func (e *ErrorInfo) String() string {
+	if e == nil {
+		return ""
+	}
+	if e.Fix != "" && !strings.Contains(e.Message, e.Fix) {
+		return e.Message + " (fix: " + e.Fix + ")"
+	}
+	return e.Message
 }

@@ -17,6 +17,8 @@ func FuzzParse(f *testing.F) {
 		`{"mounts": [{"type": "ro-bind", "source": "/srv", "target": "/data"}, {"type": "tmpfs", "target": "/scratch", "size": "1M"}]}`,
 		`{"seccomp": {"profile": "default", "rules": [{"names": ["getppid"], "action": "kill"}, {"names": ["socket"], "action": "allow", "args": [{"index": 0, "op": "masked_eq", "mask": 255, "value": 2}]}]}}`,
 		`{"setenv": {"A": "b"}, "env_pass": ["HOME"], "best_effort": true, "backend": "process", "cpu_time": 1.5}`,
+		`{"net": {"allow": ["pypi.org", "*.pythonhosted.org:443", "[fd00::/8]:80-90"], "deny": ["10.0.0.0/8"], "max_bytes": "1MiB", "idle_timeout": 5}}`,
+		`{"net": {"allow": ["0.0.0.0/0"]}}`, `{"net": {"deny": ["a.b"]}}`,
 		`{"timeout": -1}`, `{"memory": "lots"}`, `[]`, `null`, `{"mounts": [{"type": "bind", "target": "/proc"}]}`,
 	} {
 		f.Add([]byte(seed))

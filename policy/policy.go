@@ -55,6 +55,10 @@ type Policy struct {
 	Timeout Duration `json:"timeout,omitempty"`
 	// CPUTime is a CPU-time budget for the whole run. 0 = none.
 	CPUTime Duration `json:"cpu_time,omitempty"`
+	// KillGrace is how long the program has to end after the CLI passed
+	// on a SIGINT or SIGTERM it received, before the sandbox is killed.
+	// 0 = 2s. (Library callers end a run with its context.)
+	KillGrace Duration `json:"kill_grace,omitempty"`
 	// Memory is the memory limit in bytes. 0 = the default, 512 MiB,
 	// applied by a cgroup where the host allows it and by rlimits
 	// otherwise; an explicit value needs a cgroup unless BestEffort.
@@ -80,6 +84,9 @@ type Policy struct {
 	// caller that must not run on the host's network says so: net none.
 	// Validate keeps "" as it is; Network returns the mode in force.
 	Net Net `json:"net,omitempty"`
+	// Egress is the allow-list of net allow (NetAllow); in a policy
+	// document it is net's object form: net: {"allow": [...]}.
+	Egress Egress `json:"-"`
 	// Mounts are added, in order, after the default filesystem.
 	Mounts []Mount `json:"mounts,omitempty"`
 	// Workspace is a host directory bound writable at /workspace. "" = a
@@ -116,6 +123,7 @@ const (
 	DefaultFileSize  = 1 << 30
 	DefaultOpenFiles = 1024
 	DefaultMaxOutput = 1 << 20
+	DefaultKillGrace = 2 * time.Second
 )
 
 // MemoryLimit is the memory limit in force: Memory, or the default.
@@ -172,6 +180,9 @@ func (p *Policy) fill() {
 	if p.MaxOutput == 0 {
 		p.MaxOutput = DefaultMaxOutput
 	}
+	if p.KillGrace == 0 {
+		p.KillGrace = Duration(DefaultKillGrace)
+	}
 	if p.Chdir == "" {
 		p.Chdir = "/workspace"
 	}
@@ -203,18 +214,54 @@ func Parse(data []byte) (Policy, error) {
 		data = j
 	}
 	var p Policy
+	j := p.jsonForm()
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	if err := dec.Decode(j); err != nil {
 		return Policy{}, decodeError(data, isJSON, err)
 	}
+	p.fromJSON(j)
 	if dec.More() {
 		return Policy{}, Invalid("policy", "trailing data after the JSON object")
+	}
+	if err := explicitZero(data, &p); err != nil {
+		return Policy{}, err
 	}
 	if err := p.Validate(); err != nil {
 		return Policy{}, err
 	}
 	return p, nil
+}
+
+// explicitZero refuses a limit written as zero: zero is never a silent
+// default. A field left out takes the default; one written 0 ("0s",
+// "0MiB") is a mistake or a belief that 0 means "unlimited", and either
+// way it must not quietly become 512 MiB.
+func explicitZero(data []byte, p *Policy) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil {
+		return nil
+	}
+	for _, z := range []struct {
+		name string
+		zero bool
+		def  string
+	}{
+		{"timeout", p.Timeout == 0, "30s"},
+		{"cpu_time", p.CPUTime == 0, "no CPU-time limit"},
+		{"kill_grace", p.KillGrace == 0, "2s"},
+		{"memory", p.Memory == 0, "512MiB"},
+		{"pids", p.Pids == 0, "256"},
+		{"cpus", p.CPUs == 0, "no CPU rate limit"},
+		{"file_size", p.FileSize == 0, "1GiB"},
+		{"open_files", p.OpenFiles == 0, "1024"},
+		{"max_output", p.MaxOutput == 0, "1MiB"},
+	} {
+		if _, ok := fields[z.name]; ok && z.zero {
+			return Invalid(z.name, "0 is not a limit: leave %s out for the default (%s)", z.name, z.def)
+		}
+	}
+	return nil
 }
 
 // decodeError says what is wrong with a policy document in a person's
@@ -236,11 +283,15 @@ func decodeError(data []byte, isJSON bool, err error) error {
 	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var inv *InvalidError
 	switch {
+	case errors.As(err, &inv):
+		return inv // a value's own decoder named its field (net)
 	case errors.As(err, &syn):
 		return Invalid("policy", "JSON syntax error%s: %s", at(syn.Offset), strings.TrimPrefix(syn.Error(), "json: "))
 	case errors.As(err, &typ):
-		field := typ.Field
+		// Fields decode through policyJSON's embedded policyFields.
+		field := strings.TrimPrefix(typ.Field, "policyFields.")
 		if field == "" {
 			field = "policy"
 		}
@@ -263,7 +314,11 @@ func failingField(data []byte) string {
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
 		raw, ok := fields[name]
-		if ok && json.Unmarshal(raw, reflect.New(t.Field(i).Type).Interface()) != nil {
+		typ := t.Field(i).Type
+		if name == "net" {
+			typ = reflect.TypeFor[netJSON]()
+		}
+		if ok && json.Unmarshal(raw, reflect.New(typ).Interface()) != nil {
 			return name
 		}
 	}
@@ -303,6 +358,8 @@ func (p *Policy) Validate() error {
 		return Invalid("timeout", "must be positive")
 	case p.CPUTime < 0:
 		return Invalid("cpu_time", "must not be negative")
+	case p.KillGrace < 0:
+		return Invalid("kill_grace", "must not be negative")
 	case p.Memory != 0 && p.Memory < 1<<20:
 		return Invalid("memory", "%d bytes is below the 1 MiB minimum", p.Memory)
 	case p.Pids < 0:
@@ -323,8 +380,15 @@ func (p *Policy) Validate() error {
 	}
 	switch p.Net {
 	case "", NetNone, NetLoopback, NetHost:
+		if !p.Egress.empty() {
+			return Invalid("net", "allow and deny rules go with net allow, not net %s", p.Network())
+		}
+	case NetAllow:
+		if err := p.Egress.validate(); err != nil {
+			return err
+		}
 	default:
-		return Invalid("net", "%q is not one of none, loopback, host", p.Net)
+		return Invalid("net", "%q is not one of none, loopback, host, allow", p.Net)
 	}
 	if err := checkSandboxPath("chdir", p.Chdir); err != nil {
 		return err
@@ -421,7 +485,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 type Size int64
 
 // ParseSize parses a byte count with an optional binary suffix: K, KB,
-// KiB, M, MB, MiB, G, GB, GiB (all powers of 1024).
+// KiB, M, MB, MiB, G, GB, GiB, T, TB, TiB (all powers of 1024).
 func ParseSize(s string) (Size, error) {
 	t := strings.TrimSpace(s)
 	mult := int64(1)
@@ -429,7 +493,8 @@ func ParseSize(s string) (Size, error) {
 	for _, u := range []struct {
 		suffix string
 		mult   int64
-	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"TB", 1 << 40},
+		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40}, {"B", 1}} {
 		if strings.HasSuffix(up, u.suffix) {
 			t, mult = strings.TrimSpace(t[:len(t)-len(u.suffix)]), u.mult
 			break
@@ -437,7 +502,7 @@ func ParseSize(s string) (Size, error) {
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || n < 0 || n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("size %q: want a number with an optional K/M/G suffix", s)
+		return 0, fmt.Errorf("size %q: want a number with an optional K/M/G/T suffix", s)
 	}
 	return Size(n * mult), nil
 }

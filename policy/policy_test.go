@@ -49,12 +49,12 @@ func TestParseRejects(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
-	for in, want := range map[string]Size{"0": 0, "4096": 4096, "1K": 1024, "64MiB": 64 << 20, "2 GB": 2 << 30, "512mb": 512 << 20, "7B": 7} {
+	for in, want := range map[string]Size{"0": 0, "4096": 4096, "1K": 1024, "64MiB": 64 << 20, "2 GB": 2 << 30, "512mb": 512 << 20, "7B": 7, "1T": 1 << 40, "2TiB": 2 << 40} {
 		if got, err := ParseSize(in); err != nil || got != want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "-1", "1T", "MiB", "9999999999999G"} {
+	for _, in := range []string{"", "-1", "1P", "MiB", "9999999999999G", "9999999T"} {
 		if _, err := ParseSize(in); err == nil {
 			t.Errorf("ParseSize(%q) accepted", in)
 		}
@@ -140,5 +140,22 @@ func TestParseErrorsNameFieldAndPlace(t *testing.T) {
 		if strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "policy.") || strings.Contains(err.Error(), "int64") {
 			t.Errorf("%q: %q names Go types", doc, err)
 		}
+	}
+}
+
+// Zero is never a silent default: a limit written as 0 is refused, naming
+// the default that leaving it out gives; left out, it is the default.
+func TestExplicitZeroRefused(t *testing.T) {
+	for _, doc := range []string{`{"timeout": 0}`, `{"timeout": "0s"}`, `{"memory": 0}`, `{"memory": "0MiB"}`, `{"pids": 0}`,
+		`{"max_output": 0}`, `{"cpus": 0}`, `{"kill_grace": "0s"}`, "pids: 0\n"} {
+		_, err := Parse([]byte(doc))
+		var ie *InvalidError
+		if !errors.As(err, &ie) || !strings.Contains(ie.Reason, "0 is not a limit") || !strings.Contains(ie.Reason, "default") {
+			t.Errorf("%s: got %v, want a refusal naming the default", doc, err)
+		}
+	}
+	p, err := Parse([]byte(`{"timeout": 5}`))
+	if err != nil || time.Duration(p.Timeout) != 5*time.Second || time.Duration(p.KillGrace) != DefaultKillGrace {
+		t.Errorf("bare seconds: %v %+v", err, p)
 	}
 }

@@ -1,6 +1,9 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Weakenings lists each way p is weaker than the default policy, one
 // phrase each, for the result's enforced.weakened, the CLI's warning and
@@ -19,6 +22,9 @@ func (p Policy) Weakenings() []string {
 	}
 	if p.Net == NetHost {
 		w = append(w, "net: host (the host's network namespace)")
+	}
+	if p.Net == NetAllow {
+		w = append(w, "net: allow "+strings.Join(p.Egress.Allow, ",")+" (through the supervisor's proxy)")
 	}
 	if p.Backend == "process" {
 		w = append(w, "backend: process (no namespaces: the host's processes, and its filesystem and network as far as Landlock, where the host has it, does not confine them)")

@@ -67,7 +67,9 @@ func compileNative(pl *plan) (Program, error) {
 func export(f *libseccomp.ScmpFilter) (Program, error) {
 	fd, err := unix.MemfdCreate("airlock-seccomp", unix.MFD_CLOEXEC)
 	if err != nil {
-		return nil, fmt.Errorf("seccomp: memfd: %w", err)
+		// A SetupError is classified by its errno: out of fds (EMFILE,
+		// ENFILE) or memory is transient, a retry can help.
+		return nil, &policy.SetupError{Stage: "seccomp compile", Err: fmt.Errorf("memfd: %w", err)}
 	}
 	file := os.NewFile(uintptr(fd), "airlock-seccomp")
 	defer file.Close()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -21,6 +22,10 @@ const doctorUsage = "usage: airlock doctor [--json]\n\nWhat this host can enforc
 // enforce, and how to fix what it cannot. Exit 0 when everything the
 // default policy needs is there, 1 otherwise.
 func doctorCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
+		fmt.Fprint(stdout, doctorUsage)
+		return 0
+	}
 	asJSON := len(args) == 1 && args[0] == "--json"
 	if len(args) > 1 || len(args) == 1 && !asJSON {
 		fmt.Fprint(stderr, doctorUsage)
@@ -29,16 +34,23 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	// As the CLI's executor sees the host: it may move itself into a
 	// cgroup leaf (cliConfig).
 	r := hostprobe.Probe(hostprobe.Options{CgroupMoveSelf: true})
-	r.Checks = append(r.Checks, dryRun())
+	dry, langs, packaging := dryRun()
+	r.Checks = append(r.Checks, dry, egressRun())
 	if asJSON {
 		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
 		enc.Encode(struct {
 			*policy.Host
-			OK bool `json:"ok"`
-		}{r, r.OK()})
+			OK        bool     `json:"ok"`
+			Languages []string `json:"languages"`
+			// Packaging is set when the installation is at fault (an
+			// airlock-init from another build), not the host.
+			Packaging string `json:"packaging,omitempty"`
+		}{r, r.OK(), langs, packaging})
 	} else {
 		fmt.Fprintf(stdout, "airlock doctor: kernel %s, uid %d, cgroup mode %s\n", r.Kernel, r.UID, r.CgroupMode)
+		fmt.Fprintln(stdout, "  (ok: present; MISS: the default policy needs it; miss: optional, what it adds is named)")
 		for _, c := range r.Checks {
 			mark := "ok  "
 			if !c.OK {
@@ -48,13 +60,21 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 				}
 			}
 			fmt.Fprintf(stdout, "  %s  %-16s %s\n", mark, c.Name, c.Detail)
-			if !c.OK && c.Fix != "" {
+			if !c.OK && c.Fix != "" && !strings.Contains(c.Detail, c.Fix) {
 				fmt.Fprintf(stdout, "        %-16s fix: %s\n", "", c.Fix)
 			}
 		}
-		if r.OK() {
-			fmt.Fprintln(stdout, "the default policy can be enforced on this host")
+		if len(langs) > 0 {
+			fmt.Fprintf(stdout, "  languages exec can run here: %s\n", strings.Join(langs, ", "))
 		} else {
+			fmt.Fprintln(stdout, "  languages exec can run here: none found (install python3, node, bash, ...)")
+		}
+		switch {
+		case packaging != "":
+			fmt.Fprintf(stdout, "airlock's installation is broken, not this host: %s\n", packaging)
+		case r.OK():
+			fmt.Fprintln(stdout, "the default policy can be enforced on this host")
+		default:
 			fmt.Fprintln(stdout, "the default policy can NOT be enforced on this host (see MISS above)")
 		}
 		for _, l := range backendLines(r) {
@@ -96,34 +116,76 @@ func backendLines(h *policy.Host) []string {
 		"  and not: " + strings.Join(append(enf.NotEnforced(), "host processes are visible (no pid namespace)"), ", ")}
 }
 
-// checkDryRun is the ID of doctor's own check, the dry run.
-const checkDryRun policy.CheckID = "dry_run"
+// checkDryRun is the ID of doctor's own check, the dry run; checkEgress
+// the dry run of net allow.
+const (
+	checkDryRun policy.CheckID = "dry_run"
+	checkEgress policy.CheckID = "egress"
+)
 
-// dryRun starts a real sandbox with the default policy: the authoritative
-// test (an LSM may let namespaces be created and then deny everything in
-// them).
-func dryRun() policy.Capability {
-	c := policy.Capability{ID: checkDryRun, Name: "sandbox dry run", Needed: true}
+// egressRun starts a sandbox with net allow: the mode the host gives
+// egress by allow-list (a listener on the sandbox's loopback, handed to
+// this process's proxy), or why it cannot.
+func egressRun() policy.Capability {
+	c := policy.Capability{ID: checkEgress, Name: "net allow"}
 	ex, err := executor.New(cliConfig(""))
 	if err != nil {
 		c.Detail = err.Error()
 		return c
 	}
+	defer ex.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := policy.Default()
+	p.Timeout, p.Net, p.Egress.Allow = policy.Duration(20*time.Second), policy.NetAllow, []string{"doctor.invalid"}
+	res, err := ex.Execute(ctx, executor.Request{Args: []string{"/bin/sh", "-c", "exit 0"}, Policy: p})
+	switch {
+	case err != nil:
+		c.Detail = err.Error()
+	case res.Status != nsjail.StatusOK || res.Enforced.Network != "allow":
+		c.Detail = fmt.Sprintf("status %s, network %s: %s%s", res.Status, res.Enforced.Network, res.Error, res.Stderr)
+	default:
+		c.OK = true
+		c.Detail = "egress mode: the sandbox's own network namespace (lo only) and this process's HTTP/SOCKS5 proxy behind a listener on its loopback, admitting the allow-list (names resolved here; loopback, private and metadata addresses refused unless named)"
+	}
+	return c
+}
+
+// dryRun starts a real sandbox with the default policy: the authoritative
+// test (an LSM may let namespaces be created and then deny everything in
+// them). It returns the check, the languages exec can run here, and, when
+// the failure is airlock's own installation (an airlock-init from another
+// build), what is wrong with it.
+func dryRun() (policy.Capability, []string, string) {
+	c := policy.Capability{ID: checkDryRun, Name: "sandbox dry run", Needed: true}
+	ex, err := executor.New(cliConfig(""))
+	if err != nil {
+		c.Detail = err.Error()
+		return c, nil, ""
+	}
 	// Close removes the run's cgroup and waits for it: without it this
 	// process exits while the removal runs in the background, and every
 	// doctor run left its cgroup behind.
 	defer ex.Close()
+	langs := ex.Capabilities().Languages
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p := policy.Default()
 	p.Timeout = policy.Duration(20 * time.Second)
 	res, err := ex.Execute(ctx, executor.Request{Args: []string{"/bin/sh", "-c", "exit 0"}, Policy: p})
+	packaging := ""
 	switch {
 	case err != nil:
-		c.Detail = err.Error()
+		err = idMapCause(err)
+		info := policy.Describe(err)
+		c.Detail, c.Fix = info.Message, info.Fix
 		var u *policy.UnsupportedError
 		if errors.As(err, &u) {
-			c.Fix = u.Fix
+			c.Detail = u.Control + ": " + u.Reason
+		}
+		if info.Stage == "init binary" {
+			packaging = info.Message
+			c.Fix = "build airlock, airlock-init and airlock-spawn together with scripts/build, and keep them side by side"
 		}
 	case res.Status != nsjail.StatusOK:
 		c.Detail = fmt.Sprintf("status %s: %s%s", res.Status, res.Error, res.Stderr)
@@ -136,5 +198,44 @@ func dryRun() policy.Capability {
 		c.Detail = fmt.Sprintf("namespaces %s, rootfs %s, seccomp %s (%d rules), limits %s, init %s, %d ms",
 			strings.Join(res.Enforced.Namespaces, ","), res.Enforced.Rootfs, res.Enforced.Seccomp, res.Enforced.SeccompRules, res.Enforced.Limits, init, res.WallTimeMS)
 	}
-	return c
+	return c, langs, packaging
+}
+
+// idMapCause gives the kernel's refusal of the sandbox's namespaces its
+// real cause when airlock runs as uid 0 of a user namespace that does not
+// map the sandbox's host uid (unmappedID): user namespaces work there, so
+// "enable user namespaces" would be the wrong fix.
+func idMapCause(err error) error {
+	var u *policy.UnsupportedError
+	if !errors.As(err, &u) || u.Check != policy.CheckUserNS {
+		return err
+	}
+	why, fix := unmappedID()
+	if why == "" {
+		return err
+	}
+	return &policy.UnsupportedError{Control: u.Control, Check: u.Check, Reason: why + "; the kernel refused the sandbox's id map", Fix: fix}
+}
+
+// unmappedID names the cause when airlock runs as uid 0 of a user
+// namespace (unshare -Ur, a rootless container) that does not map the
+// unprivileged host uid a root-started sandbox runs as: user namespaces
+// work, but that uid cannot be mapped from here. "" when that is not so.
+func unmappedID() (why, fix string) {
+	if os.Geteuid() != 0 {
+		return "", ""
+	}
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return "", ""
+	}
+	const sandboxUID = 65534
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var inside, outside, count int64
+		if n, _ := fmt.Sscan(line, &inside, &outside, &count); n == 3 && inside <= sandboxUID && sandboxUID < inside+count {
+			return "", ""
+		}
+	}
+	return fmt.Sprintf("airlock runs as uid 0 of a user namespace that does not map uid %d, the unprivileged id a sandbox started by root runs as (uid_map: %s)", sandboxUID, strings.Join(strings.Fields(string(b)), " ")),
+		"run airlock as a non-root user in this namespace (it then maps its own uid), or map a range that includes 65534 (e.g. unshare --map-auto or newuidmap with a subordinate range)"
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,4 +108,62 @@ func TestDoctorLeavesNothing(t *testing.T) {
 		pids = append(pids, cmd.Process.Pid)
 	}
 	testutil.CheckNothingLeft(t, testutil.Left{Work: tmp, Supervisors: pids, Binary: bin})
+}
+
+// doctor tells the truth about this host (issue 24 point 14): a legend
+// for ok, MISS and miss; the languages exec can run here; a foreign
+// airlock-init reported as a broken installation, not as a host that
+// cannot enforce the policy; and, as uid 0 of a user namespace that does
+// not map the sandbox's host uid (unshare -Ur), that cause and its fix,
+// not "enable user namespaces".
+func TestDoctorTruth(t *testing.T) {
+	testutil.RequireUserNS(t)
+	var out, errb bytes.Buffer
+	if code := doctorCmd(nil, &out, &errb); code != 0 || !strings.Contains(out.String(), "MISS: the default policy needs it") ||
+		!strings.Contains(out.String(), "languages exec can run here: ") || !strings.Contains(out.String(), "sh") {
+		t.Errorf("doctor: exit %d\n%s", code, out.String())
+	}
+	out.Reset()
+	doctorCmd([]string{"--json"}, &out, &errb)
+	var r struct {
+		Languages []string `json:"languages"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || !slices.Contains(r.Languages, "sh") {
+		t.Errorf("doctor --json languages: %v %v", err, r.Languages)
+	}
+
+	t.Run("foreign-init", func(t *testing.T) {
+		bin := testutil.BinDir(t)
+		dir := testutil.WorldReadableDir(t)
+		for dst, src := range map[string]string{"airlock": "airlock", "airlock-init": "airlock-init-other"} {
+			if err := copyFile(filepath.Join(dir, dst), filepath.Join(bin, src)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command(filepath.Join(dir, "airlock"), "doctor")
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "XDG_CACHE_HOME=" + t.TempDir()}
+		b, _ := cmd.Output()
+		if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(b), "installation is broken, not this host") ||
+			strings.Contains(string(b), "can NOT be enforced on this host") || !strings.Contains(string(b), "scripts/build") {
+			t.Errorf("foreign init: exit %d\n%s", cmd.ProcessState.ExitCode(), b)
+		}
+	})
+
+	t.Run("unmapped-id", func(t *testing.T) {
+		unshare := testutil.RequireBinary(t, "unshare")
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"doctor"}, {"run", "--", "true"}} {
+			cmd := exec.Command(unshare, append([]string{"-Ur", self}, args...)...)
+			cmd.Env = []string{"AIRLOCK_TEST_AS_CLI=1", "PATH=/usr/bin:/bin", "HOME=/tmp", "XDG_CACHE_HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir()}
+			b, _ := cmd.CombinedOutput()
+			code := cmd.ProcessState.ExitCode()
+			want := map[string]int{"doctor": 1, "run": exitSetup}[args[0]]
+			if code != want || !strings.Contains(string(b), "does not map uid 65534") || strings.Contains(string(b), "enable unprivileged user namespaces") {
+				t.Errorf("%v in unshare -Ur: exit %d (want %d)\n%s", args, code, want, b)
+			}
+		}
+	})
 }

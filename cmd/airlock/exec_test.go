@@ -40,7 +40,7 @@ func TestExecCommand(t *testing.T) {
 	if code, _, errOut := execCLI(t, "", "--lang", "cobol", "-c", "x"); code != exitSetup || !strings.Contains(errOut, "cobol") {
 		t.Errorf("unknown language: exit %d %q", code, errOut)
 	}
-	if code, _, _ := execCLI(t, "", "-c", "x"); code != 2 {
+	if code, _, _ := execCLI(t, "", "-c", "x"); code != exitSetup {
 		t.Errorf("no --lang: exit %d", code)
 	}
 }

@@ -60,7 +60,7 @@ func TestSiblingInit(t *testing.T) {
 			}
 			if name == "foreign" {
 				if cmd.ProcessState.ExitCode() != exitSetup || res.Status != nsjail.StatusSetupError || strings.Contains(res.Stdout, "RAN") ||
-					!strings.Contains(res.Error, "init binary") || !strings.Contains(errb.String(), "scripts/build") {
+					!strings.Contains(res.Error.String(), "init binary") || !strings.Contains(errb.String(), "scripts/build") {
 					t.Errorf("foreign init: %v, result %+v, stderr %q", err, res, errb.String())
 				}
 				return

@@ -57,7 +57,7 @@ func TestCgroupLimits(t *testing.T) {
 		t.Errorf("--cpus 0.5: status %s, cpu %d ms over wall %d ms (%.2f), enforced %+v", res.Status, res.CPUTimeMS, res.WallTimeMS, r, res.Enforced.Cgroup)
 	}
 	_, res, _ = result(t, "--cpu-time", "1s", "--timeout", "20s", "--", "sh", "-c", "(while :; do :; done) & (while :; do :; done) & wait")
-	if res.Status != "timeout" || res.CPUTimeMS < 900 || res.CPUTimeMS > 1800 {
+	if res.Status != "cpu_limit" || res.CPUTimeMS < 900 || res.CPUTimeMS > 1800 {
 		t.Errorf("--cpu-time 1s over two busy processes: status %s, cpu %d ms", res.Status, res.CPUTimeMS)
 	}
 	// This process's groups are named airlock-<pid>-...; other processes

@@ -54,7 +54,7 @@ Run 'airlock help run' for the flags.
 func cli(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, usage)
-		return 2
+		return exitSetup
 	}
 	switch args[0] {
 	case "run":
@@ -76,6 +76,10 @@ func cli(args []string) int {
 	case "completion":
 		return completionCmd(args[1:], os.Stdout, os.Stderr)
 	}
-	fmt.Fprintf(os.Stderr, "airlock: unknown command %q\n%s", args[0], usage)
-	return 2
+	hint := ""
+	if c := closest(args[0], commands); c != "" {
+		hint = " (did you mean " + c + "?)"
+	}
+	fmt.Fprintf(os.Stderr, "airlock: unknown command %q%s; run 'airlock help' for the commands (do not retry: fix the request)\n", args[0], hint)
+	return exitSetup
 }

@@ -143,12 +143,15 @@ func TestMaxOutputAndHostNet(t *testing.T) {
 	}
 }
 
-// --cpu-time is enforced with RLIMIT_CPU and a CPU-time kill is a timeout.
+// --cpu-time is enforced with RLIMIT_CPU and a CPU-time kill is
+// cpu_limit, not a (wall-clock) timeout, with exit 137 in the result too.
 func TestCPUTimeLimit(t *testing.T) {
 	code, res, _ := result(t, "--cpu-time", "1s", "--", "sh", "-c", "while :; do :; done")
 	// The budget is per process (RLIMIT_CPU) and whole seconds; the kill
-	// must land at it, not a second later.
-	if code == 0 || res.Status != "timeout" || res.CPUTimeMS < 900 || res.CPUTimeMS > 1900 || res.Enforced.Rlimits["cpu"] != 1 {
+	// must land at it, not a second later. The kernel kills on the exact
+	// runtime, while rusage's tick-sampled utime+stime reads less (848 and
+	// 877 ms for a 1 s kill on a loaded host): see nsjail's atCPULimit.
+	if code != 137 || res.ExitCode != code || res.Status != "cpu_limit" || res.CPUTimeMS < 750 || res.CPUTimeMS > 1900 || res.Enforced.Rlimits["cpu"] != 1 {
 		t.Fatalf("exit %d, status %s, cpu %d ms, rlimits %v", code, res.Status, res.CPUTimeMS, res.Enforced.Rlimits)
 	}
 }

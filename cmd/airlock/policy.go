@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/policy"
@@ -23,6 +23,10 @@ const policyUsage = `usage: airlock policy show|validate|compile [NAME|FILE]
 
 // policyCmd implements `airlock policy`.
 func policyCmd(args []string, stdout, stderr io.Writer) int {
+	if slices.Contains(args, "--help") || slices.Contains(args, "-h") {
+		fmt.Fprint(stdout, policyUsage)
+		return 0
+	}
 	if len(args) == 0 || len(args) > 2 {
 		fmt.Fprint(stderr, policyUsage)
 		return 2
@@ -91,32 +95,9 @@ func policyCmd(args []string, stdout, stderr io.Writer) int {
 // loadPolicy reads a preset, a policy file (JSON or YAML), or a seccomp profile
 // file (which becomes the default policy with that seccomp profile).
 func loadPolicy(name string) (policy.Policy, error) {
-	if !strings.ContainsRune(name, '/') && !strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml") {
+	if _, err := os.Stat(name); err != nil && !strings.ContainsRune(name, '/') && !strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml") {
 		return policy.Preset(name)
 	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return policy.Policy{}, policy.Invalid("policy", "%v", err)
-	}
-	if bytes.Contains(data, []byte(`"defaultAction"`)) {
-		abs, err := absPath(name)
-		if err != nil {
-			return policy.Policy{}, err
-		}
-		p := policy.Default()
-		p.Seccomp.Profile = abs
-		return p, p.Validate()
-	}
-	return policy.Parse(data)
-}
-
-func absPath(name string) (string, error) {
-	if strings.HasPrefix(name, "/") {
-		return name, nil
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	return wd + "/" + name, nil
+	// A file, read as run --policy reads it.
+	return policyFile(name)
 }

@@ -52,8 +52,12 @@ func postureCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	fs, f := runFlagSet("posture", postureUsage, stderr)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if err == errHelp {
+			return 0
+		}
+		fmt.Fprintf(stderr, "airlock: %v (do not retry: fix the request)\n", err)
+		return exitSetup
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
@@ -61,7 +65,7 @@ func postureCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	p, err := f.policy()
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock: %v\n", err)
+		fmt.Fprintf(stderr, "airlock: %v (%s)\n", err, retryHint(policy.Describe(err)))
 		return exitSetup
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -297,6 +301,9 @@ func writePosture(w io.Writer, r *postureReport) {
 		limits += fmt.Sprintf(" (memory %d bytes, pids %d, cpus %g)", e.Cgroup.Memory, e.Cgroup.Pids, e.Cgroup.CPUs)
 	}
 	line("enforced", "backend %s, limits %s, network %s, timeout %s", e.Backend, limits, e.Network, e.Timeout)
+	if e.Egress != "" {
+		line("egress", "%s", e.Egress)
+	}
 	if len(e.NotEnforced) > 0 {
 		line("NOT enforced", "%s", strings.Join(e.NotEnforced, ", "))
 	}

@@ -386,8 +386,8 @@ func inside(t *testing.T, args []string, files map[string][]byte, budget time.Du
 		r.Status = "signal " + res.Signal
 	default:
 		r.Status = string(res.Status)
-		if res.Error != "" {
-			r.Status += ": " + res.Error
+		if res.Error != nil {
+			r.Status += ": " + res.Error.String()
 		}
 	}
 	return r, res.Files

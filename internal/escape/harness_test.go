@@ -245,7 +245,7 @@ func (p *probe) execute(req executor.Request) (*executor.Result, error) {
 	defer p.mu.Unlock()
 	p.ended = uptimeTicks()
 	if res != nil {
-		p.outputs = append(p.outputs, res.Stdout, res.Stderr, res.Error)
+		p.outputs = append(p.outputs, res.Stdout, res.Stderr, res.Error.String())
 		p.notePidns(res.Stdout)
 	}
 	if err != nil {

@@ -1,0 +1,597 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/policy/hostprobe"
+)
+
+// cliEnv is a place to run the CLI as a process of its own (this test
+// binary with AIRLOCK_TEST_AS_CLI=1): a scratch directory T the sandbox
+// can read (the rows' files), and a private TMPDIR and cache that must
+// be left as they were.
+type cliEnv struct {
+	bin, t, work, cache string
+}
+
+func newCLIEnv(t *testing.T) *cliEnv {
+	t.Helper()
+	testutil.RequireUserNS(t)
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &cliEnv{bin: bin, t: testutil.WorldReadableDir(t), work: t.TempDir(), cache: t.TempDir()}
+	return e
+}
+
+// cliRun is one run of the CLI process.
+type cliRun struct {
+	code           int
+	stdout, stderr string
+	pid            int
+}
+
+// start starts the CLI with args ("$T" replaced by the scratch dir).
+func (e *cliEnv) start(t *testing.T, stdin string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	return e.startWith(t, []string{e.bin}, stdin, args...)
+}
+
+// startWith starts the CLI as argv0 (a wrapper and the CLI) with args.
+func (e *cliEnv) startWith(t *testing.T, argv0 []string, stdin string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	args = slices.Clone(args)
+	for i, a := range args {
+		args[i] = strings.ReplaceAll(a, "$T", e.t)
+	}
+	cmd := exec.Command(argv0[0], append(slices.Clone(argv0[1:]), args...)...)
+	cmd.Dir = e.t
+	cmd.Env = []string{"AIRLOCK_TEST_AS_CLI=1", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + e.t,
+		"XDG_CACHE_HOME=" + e.cache, "TMPDIR=" + e.work, "FROMHOST=host-value"}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &stdout, &stderr
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, &stdout, &stderr
+}
+
+func (e *cliEnv) wait(t *testing.T, cmd *exec.Cmd, stdout, stderr *bytes.Buffer) cliRun {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("airlock %v did not end", cmd.Args[1:])
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("airlock %v: %v", cmd.Args[1:], err)
+	}
+	return cliRun{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String(), pid: cmd.Process.Pid}
+}
+
+func (e *cliEnv) run(t *testing.T, stdin string, args ...string) cliRun {
+	t.Helper()
+	cmd, o, eb := e.start(t, stdin, args...)
+	return e.wait(t, cmd, o, eb)
+}
+
+// left checks that a CLI run left nothing on the host: no process of
+// this binary but this one, no cgroup named for the CLI's pid, nothing
+// in its TMPDIR (workspaces, code files).
+func (e *cliEnv) left(t *testing.T, r cliRun) {
+	t.Helper()
+	testutil.CheckNothingLeft(t, testutil.Left{Work: e.work, Supervisors: []int{r.pid}, Binary: e.bin})
+}
+
+// oneResult decodes stdout as exactly one JSON result object: nothing
+// before it, nothing after it.
+func oneResult(t *testing.T, r cliRun) (*executor.Result, map[string]any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		t.Fatalf("exit %d: stdout is not one JSON object: %v\nstdout: %q\nstderr: %s", r.code, err, r.stdout, r.stderr)
+	}
+	var rest bytes.Buffer
+	rest.ReadFrom(dec.Buffered())
+	if strings.TrimSpace(rest.String()) != "" {
+		t.Fatalf("more than one JSON object on stdout: %q", r.stdout)
+	}
+	var res executor.Result
+	var m map[string]any
+	if json.Unmarshal(raw, &res) != nil || json.Unmarshal(raw, &m) != nil {
+		t.Fatalf("not a result: %s", raw)
+	}
+	return &res, m
+}
+
+// cliCase is one row of ../shared/notes/cli-review.md's bad-input table
+// (and of its other findings) as it must behave now.
+type cliCase struct {
+	row    string   // the review's row
+	args   []string // the command line; $T is the scratch directory
+	stdin  string
+	code   int           // the exit status, and the result's exit_code
+	status nsjail.Status // the --json result's status; "" = no --json for this command
+	class  string        // the error class; "" = no error
+	msg    []string      // what stderr must name (the flag, the value, the fix)
+	only   string        // "root" or "rootless": the row holds for that one only
+	check  func(t *testing.T, res *executor.Result, plain cliRun)
+}
+
+// cliFiles are the files the rows use, in T.
+func cliFiles(t *testing.T, dir string) {
+	t.Helper()
+	write := func(name, data string, mode os.FileMode) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(filepath.Join(dir, name), mode)
+	}
+	for _, d := range []string{"adir", "pol", "rows", "ws"} {
+		os.Mkdir(filepath.Join(dir, d), 0o755)
+	}
+	os.Chmod(filepath.Join(dir, "ws"), 0o777)
+	write("s.sh", "#!/bin/sh\necho s\n", 0o755)
+	write("noexec.sh", "#!/bin/sh\necho x\n", 0o644)
+	write("afile", "x", 0o644)
+	write("code.py", "import sys\nprint('file', sys.argv[1:])\n", 0o644)
+	write("pol/missing-not.json", "{}", 0o644)
+	write("pol/badjson.json", `{"timeout": "2s",`, 0o644)
+	write("pol/empty.json", "", 0o644)
+	write("pol/typo.json", `{"timeout":"2s","memroy":"64MiB"}`, 0o644)
+	write("pol/type.json", `{"pids":"many"}`, 0o644)
+	write("pol/zeros.json", `{"timeout":"0s","memory":0,"pids":0}`, 0o644)
+	write("pol/weak.json", `{"net":"host","seccomp":{"profile":"none"},"mounts":[{"type":"ro-bind","source":"/","target":"/host"}],"timeout":"1000h"}`, 0o644)
+	write("pol/reallow.json", `{"seccomp":{"rules":[{"names":["ptrace","unshare","mount","bpf"],"action":"allow"}]}}`, 0o644)
+	write("pol/nosuch.json", `{"seccomp":{"rules":[{"names":["nosuchsyscall"],"action":"kill"}]}}`, 0o644)
+	write("pol/kill.json", `{"seccomp":{"rules":[{"names":["getppid"],"action":"kill"}]}}`, 0o644)
+	write("pol/bare.json", `{"timeout": 5}`, 0o644)
+	write("pol/oci.json", `{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["getppid"],"action":"SCMP_ACT_ERRNO"}]}`, 0o644)
+}
+
+// TestCLIContract is ../shared/notes/cli-review.md as a test list: each
+// row that applies, as the CLI must now answer it. Every row runs without
+// --json (the exit status, one stderr line naming the flag, the retry
+// hint) and, for run and exec, with --json (exactly one JSON object,
+// whatever happened, with the status, the error class and retryable, and
+// exit_code equal to the exit status), and leaves nothing behind.
+func TestCLIContract(t *testing.T) {
+	e := newCLIEnv(t)
+	cliFiles(t, e.t)
+	if os.Getuid() == 0 {
+		os.Chown(filepath.Join(e.t, "rows"), 0, 0)
+	}
+	hasRuby := testutil.Exists("/usr/bin/ruby") || testutil.Exists("/usr/local/bin/ruby") || testutil.Exists("/bin/ruby")
+	invalid := policy.ClassInvalid
+	// Issue 21: Landlock's network rules (ABI 4) enforce the process
+	// backend's net none; without them it is refused.
+	row43 := cliCase{row: "43", args: []string{"run", "--backend", "process", "--net", "none", "--", "true"}, code: 125, status: "error", class: policy.ClassUnsupported, msg: []string{"network", "fix:", "do not retry"}}
+	if hostprobe.Probe(hostprobe.Options{NoCgroup: true}).Has(policy.CheckLandlockNet) {
+		row43 = cliCase{row: "43", args: row43.args, code: 0, status: "ok"}
+	}
+	cases := []cliCase{
+		{row: "1", args: []string{}, code: 125},
+		{row: "2", args: []string{"--version"}, code: 0},
+		{row: "3", args: []string{"rnu", "--", "true"}, code: 125, msg: []string{`"rnu"`, "did you mean run", "do not retry"}},
+		{row: "4", args: []string{"run", "--frobnicate", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--frobnicate", "no such flag"}},
+		{row: "4b", args: []string{"run", "--timout", "1s", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"did you mean --timeout"}},
+		{row: "5", args: []string{"run", "--"}, code: 125, status: "error", class: invalid, msg: []string{"no program given"}},
+		{row: "6", args: []string{"run", "--", "/nonexistent/prog"}, code: 127, status: "setup_error", class: invalid, msg: []string{"/nonexistent/prog", "no such file"}},
+		{row: "7", args: []string{"run", "--", "./s.sh"}, code: 127, status: "setup_error", class: invalid, msg: []string{"./s.sh", "--ro-bind"}},
+		{row: "8", args: []string{"run", "--ro-bind", "$T", "--", "$T/noexec.sh"}, code: 126, status: "setup_error", class: invalid, msg: []string{"noexec.sh", "permission denied"}},
+		{row: "9", args: []string{"run", "--", "/etc"}, code: 126, status: "setup_error", class: invalid, msg: []string{"/etc", "a directory"}},
+		{row: "10", args: []string{"run", "--ro-bind", "/nonexistent", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--ro-bind", "/nonexistent", "does not exist"}},
+		{row: "11", args: []string{"run", "--ro-bind", "$T:relative/dst", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--ro-bind", "relative/dst"}},
+		{row: "12", args: []string{"run", "--bind", "$T:/proc", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--bind", "/proc", "reserved"}},
+		{row: "13", args: []string{"run", "--ro-bind", "relsrc", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--ro-bind", "absolute", "$PWD/relsrc"}},
+		{row: "14", args: []string{"run", "--ro-bind", "$T", "$T", "--", "ls", "$T"}, code: 125, status: "error", class: invalid, msg: []string{"--ro-bind", "SRC[:DST]", "bwrap"}},
+		{row: "15", args: []string{"run", "--ro-bind", "$T/pol:/d", "--ro-bind", "$T/adir:/d", "--", "ls", "/d"}, code: 125, status: "error", class: invalid, msg: []string{"--ro-bind", "/d", "hide"}},
+		{row: "16", args: []string{"run", "--memory", "garbage", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--memory", "garbage", "example"}},
+		{row: "17", args: []string{"run", "--memory", "0", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--memory", "omit --memory", "512MiB"}},
+		{row: "18", args: []string{"run", "--memory", "-1", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--memory", "-1"}},
+		{row: "19", args: []string{"run", "--memory", "1TiB", "--best-effort", "--", "true"}, code: 0, status: "ok"},
+		{row: "20", args: []string{"run", "--memory", "100", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--memory", "1 MiB minimum"}},
+		{row: "21", args: []string{"run", "--timeout", "garbage", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--timeout", "garbage", "example: --timeout 10s"}},
+		{row: "22", args: []string{"run", "--timeout", "5", "--", "true"}, code: 0, status: "ok", check: func(t *testing.T, res *executor.Result, _ cliRun) {
+			if res.Enforced.Timeout != "5s" {
+				t.Errorf("--timeout 5: enforced timeout %q, want 5s", res.Enforced.Timeout)
+			}
+		}},
+		{row: "23", args: []string{"run", "--timeout", "0", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--timeout", "omit --timeout", "30s"}},
+		{row: "24", args: []string{"run", "--timeout", "-5s", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--timeout", "positive"}},
+		{row: "25", args: []string{"run", "--timeout", "300ms", "--", "sleep", "10"}, code: 137, status: "timeout", msg: []string{"killed: wall-clock timeout 300ms (--timeout)"}},
+		{row: "26", args: []string{"run", "--pids", "0", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--pids", "omit --pids", "256"}},
+		{row: "27", args: []string{"run", "--pids", "abc", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--pids", "abc", "whole number"}},
+		{row: "28", args: []string{"run", "--pids", "-1", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--pids", "at least 1"}},
+		{row: "29", args: []string{"run", "--cpus", "0.001", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--cpus", "0.01"}},
+		{row: "29b", args: []string{"run", "--cpus", "9999", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--cpus", "CPUs"}},
+		{row: "30", args: []string{"run", "--policy", "$T/pol/missing.json", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--policy", "missing.json"}},
+		{row: "31", args: []string{"run", "--policy", "$T/pol/badjson.json", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"badjson.json", "line 1"}},
+		{row: "32", args: []string{"run", "--policy", "$T/pol/empty.json", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"empty.json", "empty"}},
+		{row: "33", args: []string{"run", "--policy", "$T/pol/typo.json", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"memroy", "typo.json"}},
+		{row: "34", args: []string{"run", "--policy", "$T/pol/type.json", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"pids", "whole number", "type.json"}, check: func(t *testing.T, res *executor.Result, plain cliRun) {
+			if strings.Contains(plain.stderr, "Go struct") || strings.Contains(plain.stderr, "unmarshal") {
+				t.Errorf("Go's type names in the error: %s", plain.stderr)
+			}
+		}},
+		{row: "35", args: []string{"run", "--policy", "$T/pol/zeros.json", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"0 is not a limit", "zeros.json"}},
+		{row: "36", args: []string{"run", "--policy", "$T/pol/weak.json", "--", "ls", "/host"}, code: 0, status: "ok", msg: []string{"weaker than the default policy"}, check: func(t *testing.T, res *executor.Result, _ cliRun) {
+			if len(res.Enforced.Weakened) < 3 {
+				t.Errorf("weakened %v, want seccomp, network and the bind", res.Enforced.Weakened)
+			}
+		}},
+		{row: "37", args: []string{"run", "--policy", "$T/pol/reallow.json", "--", "true"}, code: 0, status: "ok", msg: []string{"weaker than the default policy", "ptrace"}},
+		{row: "38", args: []string{"run", "--policy", "$T/pol/nosuch.json", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"nosuchsyscall"}},
+		{row: "39", args: []string{"run", "--preset", "strict", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--preset", "strict", "known: default"}},
+		{row: "40", args: []string{"run", "--preset", "default", "--policy", "$T/pol/bare.json", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--preset", "--policy"}},
+		{row: "41", args: []string{"run", "--net", "foo", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--net", "foo", "none, loopback, host"}},
+		// Issue 20: an allow-list runs (nothing is resolved until the
+		// program connects).
+		{row: "42", args: []string{"run", "--net", "allow:example.com", "--", "true"}, code: 0, status: "ok"},
+		{row: "42b", args: []string{"run", "--net", "allow:", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--net", "names no rule"}},
+		row43,
+		{row: "44", args: []string{"run", "--setenv", "FOO", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--setenv", "K=V", "--env-pass"}},
+		{row: "45", args: []string{"run", "--setenv", "FOO", "1", "--", "env"}, code: 125, status: "error", class: invalid, msg: []string{"--setenv", "FOO=1"}},
+		{row: "46", args: []string{"run", "--env-pass", "FOO=2", "--", "env"}, code: 125, status: "error", class: invalid, msg: []string{"--env-pass", "FOO=2"}},
+		{row: "46b", args: []string{"run", "--env-pass", "FROMHOST", "--", "sh", "-c", "echo $FROMHOST"}, code: 0, status: "ok", check: func(t *testing.T, res *executor.Result, plain cliRun) {
+			if res.Stdout != "host-value\n" || plain.stdout != "host-value\n" {
+				t.Errorf("--env-pass: %q / %q", res.Stdout, plain.stdout)
+			}
+		}},
+		{row: "47", args: []string{"run", "--setenv", "A B=1", "--", "env"}, code: 125, status: "error", class: invalid, msg: []string{"--setenv", "A B"}},
+		{row: "50", args: []string{"run", "--", "cat"}, code: 0, status: "ok"},
+		{row: "56", args: []string{"run", "--", "sh", "-c", "id -u"}, code: 0, status: "ok", only: "rootless"},
+		{row: "58", args: []string{"run", "--memory", "64M", "--", "true"}, code: 125, status: "error", class: policy.ClassUnsupported, msg: []string{"memory", "fix:", "--best-effort", "do not retry"}, only: "rootless-v1"},
+		{row: "59", args: []string{"run", "--memory", "64M", "--pids", "10", "--cpus", "1", "--best-effort", "--", "true"}, code: 0, status: "ok"},
+		{row: "63", args: []string{"run", "--workspace", "$T/nosuchdir", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--workspace", "nosuchdir"}},
+		{row: "63b", args: []string{"run", "--workspace", "relative", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--workspace", "absolute"}},
+		{row: "63c", args: []string{"run", "--workspace", "$T/afile", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--workspace", "not a directory"}},
+		{row: "64", args: []string{"run", "--workspace", "$T/rows", "--", "sh", "-c", "echo x > f"}, code: 125, status: "error", class: invalid, msg: []string{"--workspace", "65534", "chown"}, only: "root"},
+		{row: "64b", args: []string{"run", "--workspace", "$T/ws", "--", "sh", "-c", "echo x > f && cat f"}, code: 0, status: "ok"},
+		{row: "66", args: []string{"run", "--chdir", "/nonexistent", "--", "pwd"}, code: 125, status: "setup_error", class: invalid, msg: []string{"chdir", "/nonexistent"}},
+		{row: "67", args: []string{"exec", "--lang", "cobol", "-c", "x"}, code: 125, status: "error", class: invalid, msg: []string{"--lang", "cobol", "python"}},
+		{row: "69", args: []string{"exec", "--lang", "Python", "-c", "print(1)"}, code: 0, status: "ok"},
+		{row: "70", args: []string{"exec", "-c", "print(1)"}, code: 125, status: "error", class: invalid, msg: []string{"--lang", "missing"}},
+		{row: "70b", args: []string{"exec", "--lang", "python"}, code: 125, status: "error", class: invalid, msg: []string{"no code", "-c CODE"}},
+		{row: "70c", args: []string{"exec", "--lang", "python", "-c", ""}, code: 125, status: "error", class: invalid, msg: []string{"-c", "empty"}},
+		{row: "71", args: []string{"exec", "--lang", "python", "-c", "print(1"}, code: 1, status: "exited"},
+		{row: "72", args: []string{"exec", "--lang", "python", "$T"}, code: 125, status: "error", class: invalid, msg: []string{"is a directory"}},
+		{row: "72b", args: []string{"exec", "--lang", "python", "$T/code.py", "a"}, code: 0, status: "ok"},
+		{row: "75", args: []string{"run", "--policy", "$T/pol/oci.json", "--", "true"}, code: 0, status: "ok"},
+		{row: "76", args: []string{"run", "--max-output", "10", "--timeout", "20s", "--", "sh", "-c", "yes | head -c 100000"}, code: 137, status: "output_limit", msg: []string{"killed: output limit 10B per stream (--max-output)"}, check: func(t *testing.T, res *executor.Result, plain cliRun) {
+			if len(plain.stdout) > 10 || len(res.Stdout) > 10 || !res.StdoutTruncated {
+				t.Errorf("--max-output 10: %d bytes passed through, %d captured (truncated %v)", len(plain.stdout), len(res.Stdout), res.StdoutTruncated)
+			}
+		}},
+		{row: "79-seccomp", args: []string{"run", "--policy", "$T/pol/kill.json", "--", "python3", "-c", "import os; os.getppid()"}, code: 137, status: "seccomp_violation", msg: []string{"killed: seccomp: getppid"}},
+		{row: "html", args: []string{"run", "--", "sh", "-c", "echo '<a&b>'"}, code: 0, status: "ok", check: func(t *testing.T, res *executor.Result, _ cliRun) {
+			if res.Stdout != "<a&b>\n" {
+				t.Errorf("stdout %q", res.Stdout)
+			}
+		}},
+		{row: "binary", args: []string{"run", "--", "printf", `\377\376A`}, code: 0, status: "ok", check: func(t *testing.T, res *executor.Result, plain cliRun) {
+			if res.StdoutEncoding != "base64" || !bytes.Equal(nsjail.Bytes(res.Stdout, res.StdoutEncoding), []byte{0xff, 0xfe, 'A'}) || plain.stdout != "\xff\xfeA" {
+				t.Errorf("binary output: %q encoding %q, passed through %q", res.Stdout, res.StdoutEncoding, plain.stdout)
+			}
+		}},
+	}
+	if hasRuby {
+		t.Log("ruby is installed: row 68 (a language this host lacks) is not tried")
+	} else {
+		cases = append(cases, cliCase{row: "68", args: []string{"exec", "--lang", "ruby", "-c", "puts 1"}, code: 125, status: "error", class: policy.ClassUnsupported, msg: []string{"ruby", "install ruby", "do not retry"}})
+	}
+	rootlessV1 := testutil.Rootless() && !testutil.ExpectCgroups()
+	for _, c := range cases {
+		t.Run(c.row, func(t *testing.T) {
+			switch c.only {
+			case "root":
+				if testutil.Rootless() {
+					t.Skip("as root only: rootless, the sandbox runs as the caller, who owns the directory")
+				}
+			case "rootless":
+				if !testutil.Rootless() {
+					t.Skip("rootless only")
+				}
+			case "rootless-v1":
+				if !rootlessV1 {
+					t.Skip("rootless without a delegated cgroup only: elsewhere an explicit memory limit is enforced")
+				}
+			}
+			plain := e.run(t, c.stdin, c.args...)
+			e.left(t, plain)
+			if plain.code != c.code {
+				t.Errorf("exit %d, want %d\nstdout: %q\nstderr: %s", plain.code, c.code, plain.stdout, plain.stderr)
+			}
+			for _, m := range c.msg {
+				if !strings.Contains(plain.stderr, strings.ReplaceAll(m, "$T", e.t)) {
+					t.Errorf("stderr does not say %q: %s", m, plain.stderr)
+				}
+			}
+			if c.class != "" {
+				hint := map[string]string{policy.ClassInvalid: "do not retry", policy.ClassUnsupported: "do not retry", policy.ClassUnavailable: "retry can help"}[c.class]
+				if !strings.Contains(plain.stderr, hint) || strings.Count(strings.TrimSpace(plain.stderr), "\n") > 1 {
+					t.Errorf("want one line (two with a weakening) ending in %q: %s", hint, plain.stderr)
+				}
+			}
+			if c.status == "" {
+				return
+			}
+			args := append([]string{c.args[0], "--json"}, c.args[1:]...)
+			r := e.run(t, c.stdin, args...)
+			e.left(t, r)
+			res, raw := oneResult(t, r)
+			if r.code != c.code || res.ExitCode != c.code || res.Status != c.status {
+				t.Errorf("--json: exit %d, exit_code %d, status %s; want %d %s\n%s", r.code, res.ExitCode, res.Status, c.code, c.status, r.stdout)
+			}
+			switch {
+			case c.class == "" && res.Error != nil:
+				t.Errorf("--json: an error on a result that has none: %+v", res.Error)
+			case c.class != "" && (res.Error == nil || res.Error.Class != c.class || res.Error.Retryable != (c.class == policy.ClassUnavailable) || res.Error.Message == ""):
+				t.Errorf("--json: error %+v, want class %s", res.Error, c.class)
+			}
+			if c.class != "" {
+				if e, _ := raw["error"].(map[string]any); e == nil || e["class"] == nil || e["retryable"] == nil || e["message"] == nil {
+					t.Errorf("--json: the error object lacks class, retryable or message: %v", raw["error"])
+				}
+			}
+			if strings.Contains(r.stdout, `\u003c`) || strings.Contains(r.stdout, `\u0026`) {
+				t.Errorf("--json: HTML-escaped output: %s", r.stdout)
+			}
+			if c.check != nil {
+				c.check(t, res, plain)
+			}
+		})
+	}
+}
+
+// For every status, the CLI's exit status and the result's exit_code
+// agree: the program's own code, 128+N for every signal and kill, 130 or
+// 143 for a cancellation, 125/126/127/75 for failures. The docs' result
+// contract (docs/cli.md) lists the same table.
+func TestExitCodeAgreesWithResult(t *testing.T) {
+	e := newCLIEnv(t)
+	cliFiles(t, e.t)
+	cases := []struct {
+		status nsjail.Status
+		code   int
+		args   []string
+	}{
+		{nsjail.StatusOK, 0, []string{"--", "true"}},
+		{nsjail.StatusExited, 3, []string{"--", "sh", "-c", "exit 3"}},
+		{nsjail.StatusSignaled, 139, []string{"--", "python3", "-c", "import ctypes; ctypes.string_at(0)"}},
+		{nsjail.StatusTimeout, 137, []string{"--timeout", "300ms", "--", "sleep", "10"}},
+		{nsjail.StatusCPULimit, 137, []string{"--cpu-time", "1", "--", "sh", "-c", "while :; do :; done"}},
+		{nsjail.StatusOutputLimit, 137, []string{"--max-output", "1KiB", "--", "sh", "-c", "yes"}},
+		{nsjail.StatusSeccompViolation, 137, []string{"--policy", "$T/pol/kill.json", "--", "python3", "-c", "import os; os.getppid()"}},
+		{nsjail.StatusSetupError, 127, []string{"--", "/nonexistent"}},
+		{nsjail.StatusError, 125, []string{"--memory", "lots", "--", "true"}},
+	}
+	if testutil.ExpectCgroups() {
+		cases = append(cases, struct {
+			status nsjail.Status
+			code   int
+			args   []string
+		}{nsjail.StatusMemoryLimit, 137, []string{"--memory", "32MiB", "--", "python3", "-c", "b = bytearray(200 << 20)"}})
+	}
+	for _, c := range cases {
+		t.Run(string(c.status), func(t *testing.T) {
+			r := e.run(t, "", append([]string{"run", "--json"}, c.args...)...)
+			e.left(t, r)
+			res, _ := oneResult(t, r)
+			if res.Status != c.status || r.code != c.code || res.ExitCode != r.code {
+				t.Errorf("status %s (want %s), exit %d (want %d), exit_code %d, signal %s, cpu %d ms, wall %d ms\n%s", res.Status, c.status, r.code, c.code, res.ExitCode, res.Signal, res.CPUTimeMS, res.WallTimeMS, r.stderr)
+			}
+			if c.code > 128 && res.Signal != strings.ToUpper(unixSignalName(c.code-128)) {
+				t.Errorf("signal %q for exit %d", res.Signal, c.code)
+			}
+		})
+	}
+	t.Run("cancelled", func(t *testing.T) {
+		r, res := e.interrupt(t, syscall.SIGINT, nil, "--", "sh", "-c", "echo partial; touch /out/started; exec sleep 60")
+		if res.Status != nsjail.StatusCancelled || r.code != 130 || res.ExitCode != 130 {
+			t.Errorf("cancelled: status %s exit %d exit_code %d", res.Status, r.code, res.ExitCode)
+		}
+	})
+}
+
+func unixSignalName(n int) string {
+	switch n {
+	case 9:
+		return "SIGKILL"
+	case 11:
+		return "SIGSEGV"
+	}
+	return "SIG?" + strconv.Itoa(n)
+}
+
+// interrupt starts `airlock run --json --bind OUT:/out ARGS` whose
+// program touches /out/started once it has printed, then sends sigs to
+// airlock (the first at the start, the others 200 ms apart), and returns
+// the run and its one JSON result.
+func (e *cliEnv) interrupt(t *testing.T, first syscall.Signal, more []syscall.Signal, args ...string) (cliRun, *executor.Result) {
+	t.Helper()
+	out := filepath.Join(e.t, "out-"+strconv.Itoa(int(time.Now().UnixNano())))
+	os.Mkdir(out, 0o777)
+	os.Chmod(out, 0o777)
+	cmd, o, eb := e.start(t, "", append([]string{"run", "--json", "--bind", out + ":/out"}, args...)...)
+	if !testutil.WaitFor(time.Minute, func() bool { return testutil.Exists(filepath.Join(out, "started")) }) {
+		cmd.Process.Kill()
+		r := e.wait(t, cmd, o, eb)
+		t.Fatalf("the program never started: %s", r.stderr)
+	}
+	cmd.Process.Signal(first)
+	for _, s := range more {
+		time.Sleep(200 * time.Millisecond)
+		cmd.Process.Signal(s)
+	}
+	r := e.wait(t, cmd, o, eb)
+	e.left(t, r)
+	res, _ := oneResult(t, r)
+	if res.Stdout != "partial\n" || res.WallTimeMS <= 0 {
+		t.Errorf("cancelled result without its partial output or timings: %+v", res)
+	}
+	return r, res
+}
+
+// Point 6: SIGINT or SIGTERM to airlock is passed on to the program;
+// the run ends as cancelled with the partial output, exit 130 or 143, once
+// the program ends, at a second signal, or when the grace period is over
+// (then the sandbox is killed). Other signals are passed on as they come.
+func TestInterruptIsCancelled(t *testing.T) {
+	e := newCLIEnv(t)
+	t.Run("sigint-python", func(t *testing.T) {
+		// Python's own SIGINT handler raises KeyboardInterrupt: the
+		// program ends itself within the grace period.
+		r, res := e.interrupt(t, syscall.SIGINT, nil, "--kill-grace", "60s", "--", "python3", "-c",
+			"import time, pathlib; print('partial', flush=True); pathlib.Path('/out/started').touch(); time.sleep(60)")
+		if r.code != 130 || res.ExitCode != 130 || res.Status != nsjail.StatusCancelled || !strings.Contains(res.Stderr, "KeyboardInterrupt") {
+			t.Errorf("SIGINT: exit %d, %+v", r.code, res)
+		}
+		if !strings.Contains(r.stderr, "airlock: cancelled by SIGINT") {
+			t.Errorf("no cancellation line: %s", r.stderr)
+		}
+	})
+	t.Run("sigterm-grace", func(t *testing.T) {
+		// sleep has no handler: as pid 1 it does not see SIGTERM (with a
+		// reaper as pid 1 it dies of it); either way the run ends.
+		r, res := e.interrupt(t, syscall.SIGTERM, nil, "--kill-grace", "300ms", "--", "sh", "-c", "echo partial; touch /out/started; exec sleep 60")
+		if r.code != 143 || res.ExitCode != 143 || res.Status != nsjail.StatusCancelled || res.Signal != "SIGKILL" && res.Signal != "SIGTERM" {
+			t.Errorf("SIGTERM: exit %d, %+v", r.code, res)
+		}
+	})
+	t.Run("second-sigint", func(t *testing.T) {
+		r, res := e.interrupt(t, syscall.SIGINT, []syscall.Signal{syscall.SIGINT}, "--kill-grace", "10m", "--", "sh", "-c", "trap '' INT; echo partial; touch /out/started; while :; do sleep 1; done")
+		if r.code != 130 || res.Status != nsjail.StatusCancelled || res.Signal != "SIGKILL" {
+			t.Errorf("second SIGINT: exit %d, %+v", r.code, res)
+		}
+	})
+	t.Run("sigusr1-forwarded", func(t *testing.T) {
+		out := filepath.Join(e.t, "usr1")
+		os.Mkdir(out, 0o777)
+		os.Chmod(out, 0o777)
+		cmd, o, eb := e.start(t, "", "run", "--json", "--bind", out+":/out", "--", "sh", "-c",
+			`trap 'echo got USR1; exit 5' USR1; touch /out/started; while :; do sleep 0.1; done`)
+		if !testutil.WaitFor(time.Minute, func() bool { return testutil.Exists(filepath.Join(out, "started")) }) {
+			cmd.Process.Kill()
+			t.Fatalf("never started: %s", e.wait(t, cmd, o, eb).stderr)
+		}
+		cmd.Process.Signal(syscall.SIGUSR1)
+		r := e.wait(t, cmd, o, eb)
+		e.left(t, r)
+		res, _ := oneResult(t, r)
+		if r.code != 5 || res.Status != nsjail.StatusExited || res.Stdout != "got USR1\n" {
+			t.Errorf("SIGUSR1: exit %d, %+v", r.code, res)
+		}
+	})
+}
+
+// Point 5: a transient failure (EAGAIN creating the sandbox) exits 75
+// and says a retry can help; its JSON error is unavailable, retryable.
+func TestTransientFailureSaysRetry(t *testing.T) {
+	var out, errb bytes.Buffer
+	o := &reporter{json: true, stdout: &out, stderr: &errb}
+	code := o.fail(&policy.SetupError{Stage: "clone", Err: syscall.EAGAIN})
+	var res executor.Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || code != 75 || res.ExitCode != 75 || res.Status != nsjail.StatusSetupError ||
+		res.Error == nil || res.Error.Class != policy.ClassUnavailable || !res.Error.Retryable || res.Error.Stage != "clone" {
+		t.Fatalf("EAGAIN: exit %d, %v %s", code, err, out.String())
+	}
+	if !strings.Contains(errb.String(), "transient: a retry can help") {
+		t.Errorf("stderr: %s", errb.String())
+	}
+}
+
+// Rows 61-62, end to end: a CLI short of file descriptors (ulimit -n)
+// fails at whatever step runs out first, as a transient failure: exit 75,
+// class unavailable, retryable, "a retry can help"; or, given enough, it
+// runs. Nothing is left either way. (Below about 8 fds the Go runtime
+// itself cannot start: that is no airlock outcome.)
+func TestFDShortageIsTransient(t *testing.T) {
+	e := newCLIEnv(t)
+	prlimit := testutil.RequireBinary(t, "prlimit")
+	e.run(t, "", "run", "--", "true") // the filter cached: the later steps run short
+	short := 0
+	for n := 8; n <= 24; n += 2 {
+		cmd, o, eb := e.startWith(t, []string{prlimit, "--nofile=" + strconv.Itoa(n), e.bin}, "", "run", "--json", "--", "true")
+		r := e.wait(t, cmd, o, eb)
+		e.left(t, r)
+		res, _ := oneResult(t, r)
+		switch {
+		case r.code == 0 && res.Status == nsjail.StatusOK:
+		case r.code == 125 && res.Error != nil && res.Error.Class == policy.ClassUnsupported && res.Error.Field == "rlimits" && testutil.Rootless():
+			// Rootless, a hard limit below the policy's open_files cannot
+			// be raised for the program: the host (this caller) cannot.
+		case r.code == 75 && res.ExitCode == 75 && res.Error != nil && res.Error.Class == policy.ClassUnavailable && res.Error.Retryable &&
+			strings.Contains(r.stderr, "transient: a retry can help"):
+			short++
+		default:
+			t.Errorf("nofile %d: exit %d, %+v %+v\n%s", n, r.code, res, res.Error, r.stderr)
+		}
+	}
+	t.Logf("%d of 9 fd limits failed the run as transient", short)
+	if short == 0 {
+		t.Error("no limit was short enough to fail a run: the test proves nothing")
+	}
+}
+
+// Row 74: a policy file named without .json or a slash is read as a
+// file when it exists, not taken for a preset.
+func TestPolicyShowFileByName(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile("mypolicy", []byte(`{"timeout": "7s"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := policyCmd([]string{"show", "mypolicy"}, &out, &errb); code != 0 || !strings.Contains(out.String(), `"timeout": "7s"`) {
+		t.Errorf("policy show mypolicy: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	if code := policyCmd([]string{"show", "--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "usage: airlock policy") {
+		t.Errorf("policy show --help: exit %d\n%s", code, out.String())
+	}
+}
+
+// Row 65: a workspace on a read-only filesystem is refused before the
+// run, as one the sandbox's uid cannot write is (row 64). As root, in a
+// mount namespace of the test's own (unshare -m), with a read-only tmpfs.
+func TestReadOnlyWorkspaceRefused(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := newCLIEnv(t)
+	unshare := testutil.RequireBinary(t, "unshare")
+	ro := filepath.Join(e.t, "ro")
+	os.Mkdir(ro, 0o777)
+	cmd, o, eb := e.startWith(t, []string{unshare, "-m", "--propagation", "private", "/bin/sh", "-c",
+		`mount -t tmpfs -o ro,mode=0777 none "$0" && exec "$@"`, ro, e.bin}, "", "run", "--json", "--workspace", ro, "--", "true")
+	r := e.wait(t, cmd, o, eb)
+	e.left(t, r)
+	res, _ := oneResult(t, r)
+	if r.code != 125 || res.Status != nsjail.StatusError || res.Error == nil || res.Error.Field != "--workspace" ||
+		!strings.Contains(res.Error.Message, "read-only") {
+		t.Errorf("read-only workspace: exit %d, %+v\n%s", r.code, res.Error, r.stderr)
+	}
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// reporter reports one request's outcome: with --json, exactly one JSON
+// result on stdout whatever happened (refusals and cancellations
+// included); without, one stderr line for every refusal, failure or kill.
+// The exit status is the result's exit_code either way.
+type reporter struct {
+	json           bool
+	verbose        bool // --verbose: the connections --net allow refused, on stderr
+	stdout, stderr io.Writer
+	interrupted    syscall.Signal // the SIGINT or SIGTERM that cancelled the run
+}
+
+// fail reports a request that has no outcome of its own: refused before
+// anything ran, or failed without a result.
+func (o *reporter) fail(err error) int {
+	return o.report(executor.ErrorResult(err), nil)
+}
+
+// retryHint says, after a failure's message, whether retrying can help.
+func retryHint(e *policy.ErrorInfo) string {
+	switch e.Class {
+	case policy.ClassInvalid:
+		return "do not retry: fix the request"
+	case policy.ClassUnsupported:
+		return "do not retry: this host cannot enforce it; see the fix"
+	case policy.ClassUnavailable:
+		return "transient: a retry can help"
+	}
+	return "internal error: a retry is unlikely to help"
+}
+
+// report prints res (its policy p, when it ran, for the kill line) and
+// returns the exit status.
+func (o *reporter) report(res *executor.Result, p *policy.Policy) int {
+	if line := o.line(res, p); line != "" {
+		fmt.Fprintf(o.stderr, "airlock: %s\n", line)
+	}
+	if o.json {
+		enc := json.NewEncoder(o.stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			// A closed stdout: the result is lost, but not silently.
+			fmt.Fprintf(o.stderr, "airlock: the JSON result could not be written to stdout: %v\n", err)
+		}
+	}
+	return res.ExitCode
+}
+
+// line is the stderr line of a result that needs one: a refusal or a
+// failure with its retry hint, a kill naming the limit and its flag, a
+// cancellation; "" for a program that ended on its own.
+func (o *reporter) line(res *executor.Result, p *policy.Policy) string {
+	e := res.Error
+	switch res.Status {
+	case nsjail.StatusError, nsjail.StatusSetupError:
+		if e == nil {
+			return "failed (" + string(res.Status) + ")"
+		}
+		msg := e.Message
+		if e.Fix != "" && !strings.Contains(msg, e.Fix) {
+			msg += " (fix: " + e.Fix + ")"
+		}
+		return msg + " (" + retryHint(e) + ")"
+	case nsjail.StatusTimeout:
+		if e != nil {
+			return "killed: " + e.Message + " (--timeout; " + retryHint(e) + ")"
+		}
+		return "killed: wall-clock timeout " + durationOf(p, func(p *policy.Policy) policy.Duration { return p.Timeout }) + " (--timeout)" + limitHint
+	case nsjail.StatusCPULimit:
+		return "killed: CPU-time limit " + durationOf(p, func(p *policy.Policy) policy.Duration { return p.CPUTime }) + " (--cpu-time)" + limitHint
+	case nsjail.StatusMemoryLimit:
+		s := "?"
+		if p != nil {
+			s = sizeString(p.MemoryLimit())
+		}
+		return "killed: memory limit " + s + " (--memory)" + limitHint
+	case nsjail.StatusOutputLimit:
+		s := "?"
+		if p != nil {
+			s = sizeString(int64(p.MaxOutput))
+		}
+		return "killed: output limit " + s + " per stream (--max-output); the output was cut there" + limitHint
+	case nsjail.StatusSeccompViolation:
+		name := res.SeccompSyscall
+		if name == "" {
+			name = "a syscall the policy kills on, or a foreign syscall ABI (x32, int 0x80)"
+		}
+		return "killed: seccomp: " + name + " (do not retry: the policy forbids it)"
+	case nsjail.StatusCancelled:
+		how := "the program ended within the grace period"
+		if res.Signal == "SIGKILL" {
+			how = "the sandbox was killed (--kill-grace)"
+		}
+		return fmt.Sprintf("cancelled by %s: %s (exit %d)", sigName(o.interrupted), how, res.ExitCode)
+	}
+	return ""
+}
+
+// limitHint ends a kill line: whether a retry can help.
+const limitHint = "; a retry under the same limit ends the same way"
+
+func durationOf(p *policy.Policy, f func(*policy.Policy) policy.Duration) string {
+	if p == nil {
+		return "?"
+	}
+	return time.Duration(f(p)).String()
+}
+
+// sizeString writes n bytes as airlock's flags take them: 512MiB.
+func sizeString(n int64) string {
+	for _, u := range []struct {
+		unit string
+		size int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d%s", n/u.size, u.unit)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// forwarded are the signals run and exec pass on to the program. SIGINT
+// and SIGTERM also cancel: the program has the policy's kill_grace to
+// end, then (or at a second SIGINT or SIGTERM) the sandbox is killed.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH}
+
+// interrupt is the CLI's signal handling for one run.
+type interrupt struct {
+	mu  sync.Mutex
+	sig syscall.Signal // the first SIGINT or SIGTERM; 0 = none
+}
+
+func (in *interrupt) first() syscall.Signal {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.sig
+}
+
+// handle passes the signals on until done: each to fwd (the program);
+// the first SIGINT or SIGTERM starts the grace period, whose end or a
+// second one cancels the run.
+func (in *interrupt) handle(sigc <-chan os.Signal, fwd chan<- os.Signal, grace time.Duration, cancel func(), done <-chan struct{}) {
+	var graceEnd <-chan time.Time
+	for {
+		select {
+		case <-done:
+			return
+		case <-graceEnd:
+			cancel()
+			return
+		case sig := <-sigc:
+			s, _ := sig.(syscall.Signal)
+			if s == syscall.SIGINT || s == syscall.SIGTERM {
+				in.mu.Lock()
+				again := in.sig != 0
+				if !again {
+					in.sig = s
+				}
+				in.mu.Unlock()
+				if again {
+					cancel()
+					return
+				}
+				t := time.NewTimer(grace)
+				defer t.Stop()
+				graceEnd = t.C
+			}
+			select {
+			case fwd <- sig:
+			default: // the program is not keeping up; a signal is not a queue
+			}
+		}
+	}
+}
+
+// runRequest runs one request through a new executor and reports it: the
+// program's output passed through (capped with --max-output), or one
+// JSON result with --json. Signals to airlock are passed on to the
+// program; SIGINT or SIGTERM make the result cancelled, exit 130 or 143.
+func runRequest(req executor.Request, o *reporter, capStreams bool) int {
+	if !o.json {
+		req.Stdout, req.Stderr = o.stdout, o.stderr
+		req.LimitStreams = capStreams
+	}
+	ex, err := executor.New(cliConfig(cacheDir()))
+	if err != nil {
+		return o.fail(err)
+	}
+	defer ex.Close()
+	warnWeakened(req.Policy, o.stderr)
+
+	sigc := make(chan os.Signal, 16)
+	signal.Notify(sigc, forwarded...)
+	defer signal.Stop(sigc)
+	fwd := make(chan os.Signal, 16)
+	req.Signals = fwd
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	var in interrupt
+	grace := time.Duration(req.Policy.KillGrace)
+	if grace <= 0 {
+		grace = policy.DefaultKillGrace
+	}
+	go in.handle(sigc, fwd, grace, cancel, done)
+	res, err := ex.Execute(ctx, req)
+	close(done)
+	if o.verbose && res != nil {
+		printDenials(res.Network, o.stderr)
+	}
+	if res == nil {
+		res = executor.ErrorResult(idMapCause(langError(err)))
+	}
+	if sig := in.first(); sig != 0 {
+		// The caller interrupted the run: whatever the program did after
+		// it was passed the signal, the outcome is a cancellation, with
+		// the output so far, reported as a shell would (130, 143).
+		res.Status, res.ExitCode = nsjail.StatusCancelled, 128+int(sig)
+		o.interrupted = sig
+	}
+	return o.report(res, &req.Policy)
+}
+
+func sigName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}

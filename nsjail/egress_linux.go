@@ -1,0 +1,116 @@
+//go:build linux
+
+package nsjail
+
+import (
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/policy"
+	"golang.org/x/sys/unix"
+)
+
+// sendEgressListener makes the egress proxy's listener, a TCP socket
+// on 127.0.0.1:port in the sandbox's network namespace (lo is up), and
+// sends it to the parent on the status socket; the init keeps no copy,
+// so the program never holds it (and cannot bind the port: the
+// listener keeps it). port 0: nothing to do.
+//
+// Preconditions: runs in the init, in the jail's network namespace,
+// after lo is up and before confine (which marks every fd close-on-exec).
+func sendEgressListener(port int) error {
+	if port == 0 {
+		return nil
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return fmt.Errorf("bind 127.0.0.1:%d: %w", port, err)
+	}
+	if err := unix.Listen(fd, 128); err != nil {
+		return err
+	}
+	return unix.Sendmsg(statusFD, (&initStatus{Egress: true}).marshal(), unix.UnixRights(fd), nil, 0)
+}
+
+// keepEgressListener takes the listener the init sent (its fd from an
+// SCM_RIGHTS message): kept for the program's start, or closed at once
+// if the init is gone already (releaseNamespaces closes a kept one that
+// was never served).
+func (s *Sandbox) keepEgressListener(fd int) error {
+	f := os.NewFile(uintptr(fd), "egress")
+	ln, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.exited:
+		ln.Close()
+	default:
+		if s.egressLn != nil {
+			ln.Close()
+			return fmt.Errorf("a second egress listener")
+		}
+		s.egressLn = ln
+	}
+	return nil
+}
+
+// checkEgressListener fails closed when the init was to make a listener
+// and reported prepared without sending it.
+func (s *Sandbox) checkEgressListener() error {
+	if s.spec.EgressPort == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.egressLn == nil {
+		return &policy.SetupError{Stage: "egress listener", Err: fmt.Errorf("the init reported prepared without the listener on 127.0.0.1:%d", s.spec.EgressPort)}
+	}
+	return nil
+}
+
+// serveEgress starts the spec's proxy on the kept listener: the program
+// is about to run. Without a proxy the listener is closed (connections
+// are refused).
+func (s *Sandbox) serveEgress() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ln := s.egressLn
+	if ln == nil {
+		return
+	}
+	s.egressLn = nil
+	if s.spec.Egress == nil {
+		ln.Close()
+		return
+	}
+	go s.spec.Egress.Serve(ln)
+}
+
+// closeEgress ends the spec's proxy, if any, and returns its log.
+func (s *Sandbox) closeEgress() ([]egress.Conn, int) {
+	if s.spec.Egress == nil {
+		return nil, 0
+	}
+	return s.spec.Egress.Close()
+}
+
+// dropEgressListener closes a listener that was never served.
+func (s *Sandbox) dropEgressListener() {
+	s.mu.Lock()
+	ln := s.egressLn
+	s.egressLn = nil
+	s.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+	}
+}
