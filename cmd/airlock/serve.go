@@ -69,7 +69,12 @@ func serveCmd(args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	fail := func(err error) int { fmt.Fprintf(stderr, "airlock serve: %v\n", err); return exitSetup }
+	// A refusal at start: one line saying whether a retry can help, and
+	// the exit code of its class (125, or 75 when transient).
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "airlock serve: %v (%s)\n", err, retryHint(policy.Describe(err)))
+		return executor.ErrorResult(err).ExitCode
+	}
 	p, err := f.policy()
 	if err != nil {
 		return fail(err)
