@@ -177,7 +177,7 @@ func TestLoadThenDrain(t *testing.T) {
 	}
 	for range 3 {
 		a := <-answers
-		ok := a.err == nil && ((a.code == 503 && a.class == "unavailable") || (a.res != nil && a.res.Status == "cancelled"))
+		ok := a.err == nil && ((a.code == 503 && a.class == "unavailable") || (a.res != nil && a.res.Status == nsjail.StatusCancelled))
 		// The third was queued: refused as draining (503) once Drain began.
 		if !ok {
 			t.Errorf("long run at drain: %+v", a)

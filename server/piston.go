@@ -276,7 +276,7 @@ func pistonResult(res *executor.Result) pistonRun {
 		run.Code = &code
 	case nsjail.StatusExited:
 		run.Code, run.Status, run.Message = &code, ptr("RE"), ptr(fmt.Sprintf("Exited with error status %d", code))
-	case nsjail.StatusTimeout, "cpu_limit":
+	case nsjail.StatusTimeout, nsjail.StatusCPULimit:
 		sig()
 		run.Status, run.Message = ptr("TO"), ptr("Time limit exceeded")
 	case nsjail.StatusOutputLimit:
@@ -285,7 +285,7 @@ func pistonResult(res *executor.Result) pistonRun {
 		if res.StderrTruncated && !res.StdoutTruncated {
 			run.Status, run.Message = ptr("EL"), ptr("stderr length exceeded")
 		}
-	case nsjail.StatusSignaled, nsjail.StatusMemoryLimit, nsjail.StatusSeccompViolation, "cancelled":
+	case nsjail.StatusSignaled, nsjail.StatusMemoryLimit, nsjail.StatusSeccompViolation, nsjail.StatusCancelled:
 		sig()
 		n := int(unix.SignalNum(*run.Signal))
 		run.Status, run.Message = ptr("SG"), ptr(fmt.Sprintf("Caught fatal signal %d", n))
