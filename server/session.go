@@ -18,7 +18,23 @@ import (
 type session struct {
 	s    *executor.Session
 	info SessionInfo
+	// turn is held by the request running in the session: the session
+	// runs one at a time, and a request waiting for its turn must not
+	// hold a run slot meanwhile.
+	turn chan struct{}
 }
+
+// take waits for the session's turn (false: the client went away).
+func (se *session) take(r *http.Request) bool {
+	select {
+	case se.turn <- struct{}{}:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+func (se *session) done() { <-se.turn }
 
 // SessionInfo describes a session.
 type SessionInfo struct {
@@ -95,7 +111,7 @@ func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	var id [16]byte
 	rand.Read(id[:])
-	se := &session{s: sess, info: SessionInfo{ID: hex.EncodeToString(id[:]), Created: time.Now().UTC(), IdleTimeout: policy.Duration(idle), Policy: p}}
+	se := &session{s: sess, turn: make(chan struct{}, 1), info: SessionInfo{ID: hex.EncodeToString(id[:]), Created: time.Now().UTC(), IdleTimeout: policy.Duration(idle), Policy: p}}
 	s.sessions[se.info.ID] = se
 	s.smu.Unlock()
 	w.Header().Set("Location", "/v1/sessions/"+se.info.ID)
@@ -175,6 +191,10 @@ func (s *Server) handleSessionRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, 0, err, nil)
 		return
 	}
+	if !se.take(r) {
+		return
+	}
+	defer se.done()
 	s.serveRun(w, r, "session", req, se.s, int64(se.info.Policy.MaxOutput))
 }
 
@@ -193,6 +213,10 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, 0, err, nil)
 		return
 	}
+	if !se.take(r) {
+		return
+	}
+	defer se.done()
 	s.serveRun(w, r, "session", req, se.s, int64(se.info.Policy.MaxOutput))
 }
 
