@@ -10,6 +10,7 @@ let failed = 0;
 for (const [lang, code, want] of [
   ['python', 'print("hello from python")', 'hello from python\n'],
   ['javascript', 'console.log("hello from node")', 'hello from node\n'],
+  ['node', 'console.log("hello from node, by its alias")', 'hello from node, by its alias\n'],
   ['bash', 'echo "hello from bash $1"', 'hello from bash 1\n'],
 ]) {
   const r = await client.execute(lang, code);
