@@ -35,7 +35,11 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	// cgroup leaf (cliConfig).
 	r := hostprobe.Probe(hostprobe.Options{CgroupMoveSelf: true})
 	dry, langs, packaging := dryRun()
-	r.Checks = append(r.Checks, dry, egressRun())
+	egress := policy.Capability{ID: checkEgress, Name: "net allow", Detail: "not tried: the sandbox dry run failed"}
+	if dry.OK {
+		egress = egressRun()
+	}
+	r.Checks = append(r.Checks, dry, egress)
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
