@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -58,7 +59,10 @@ type Config struct {
 	// process is never forked. A fork copies the caller's page tables and
 	// makes it take a copy-on-write fault on each page it writes next: a
 	// cost that grows with the caller's memory (README, Performance).
-	// "" = this process forks the init itself.
+	// "" = this process forks the init itself. With or without an
+	// InitPath it is also each sandbox's pid 1, a reaper whose child the
+	// program is, so that signals it sends itself and its wait status are
+	// as bare; "" = the program is pid 1 (Result.Enforced.Pid1).
 	SpawnPath string
 	// CgroupParent is the cgroup (a path as in /proc/self/cgroup) under
 	// which per-run cgroups are made. "" = discovered: this process's own
@@ -245,6 +249,11 @@ type Request struct {
 	// its exec to its end: how the CLI passes on the SIGINT, SIGTERM,
 	// SIGHUP, ... it receives. Ending the run is the context's job.
 	Signals <-chan os.Signal
+	// TTY, when set, is the program's stdin, stdout and stderr instead:
+	// the slave of a pty the caller relays (never the caller's own
+	// terminal), the program's controlling terminal where the sandbox has
+	// a reaper (Config.SpawnPath). Nothing is captured; no warm sandbox.
+	TTY *os.File
 }
 
 // ErrorResult is the Result of a request Execute refused or could not
@@ -492,6 +501,11 @@ func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, er
 		}
 	}
 	if enf.Process() {
+		if (p.UID != nil || p.GID != nil || req.TTY != nil) && !p.BestEffort {
+			// No user namespace to map them in, no reaper to hand a
+			// terminal to: refused, not ignored.
+			return nsjail.Spec{}, policy.Invalid("uid", "inside ids (uid, gid) and --tty need the namespaces backend; the process backend runs as a host uid")
+		}
 		return e.processSpec(req, p, enf, rl, limits, filter)
 	}
 	extra, err := userMounts(p)
@@ -504,7 +518,15 @@ func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, er
 		}
 	}
 	hostNet := p.Network() == policy.NetHost
-	plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, TmpfsSize: p.MemoryLimit(), HostNetwork: hostNet, Extra: extra})
+	uid, gid := p.InsideIDs()
+	var console string
+	if req.TTY != nil {
+		// Its path in the host's devpts, bound at /dev/console.
+		if console, err = os.Readlink("/proc/self/fd/" + strconv.Itoa(int(req.TTY.Fd()))); err != nil || !strings.HasPrefix(console, "/dev/pts/") {
+			return nsjail.Spec{}, policy.Invalid("tty", "not a pty's slave (%q, %v)", console, err)
+		}
+	}
+	plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, TmpfsSize: p.MemoryLimit(), HostNetwork: hostNet, UID: uid, GID: gid, Console: console, Extra: extra})
 	if err != nil {
 		return nsjail.Spec{}, policy.Invalid("mounts", "%v", err)
 	}
@@ -519,6 +541,7 @@ func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, er
 		}
 		spec.EgressPort = egress.Port
 	}
+	spec.UID, spec.GID = uid, gid
 	return spec, nil
 }
 
@@ -590,6 +613,7 @@ func (e *Executor) baseSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, li
 		Seccomp:      filter,
 		Timeout:      time.Duration(p.Timeout),
 		CPUTime:      time.Duration(p.CPUTime),
+		TTY:          req.TTY,
 		Stdin:        req.Stdin,
 		Stdout:       req.Stdout,
 		Stderr:       req.Stderr,

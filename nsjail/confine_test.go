@@ -39,13 +39,18 @@ func TestNamespacesAreNew(t *testing.T) {
 	}
 }
 
-// B04: only the sandbox's own processes are visible, and its program is
-// pid 1.
+// B04: only the sandbox's own processes are visible: pid 1 is the
+// program, or with a reaper (testutil.SpawnPath) the reaper, the program
+// its child.
 func TestPidNamespaceHidesHost(t *testing.T) {
-	out := testutil.Sh(t, `cat /proc/1/cmdline | tr '\0' ' '; echo; ls /proc | grep -E '^[0-9]+$' | wc -l`, nil)
+	out := testutil.Sh(t, `cat /proc/1/cmdline | tr '\0' ' '; echo; echo $PPID; ls /proc | grep -E '^[0-9]+$' | wc -l`, nil)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if !strings.HasPrefix(lines[0], "/bin/sh -c") {
-		t.Errorf("pid 1 is %q, want the sandboxed program", lines[0])
+	want, ppid := "/bin/sh -c", "0"
+	if testutil.SpawnPath() != "" {
+		want, ppid = "airlock-reaper 4 0 /bin/sh /bin/sh -c", "1"
+	}
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], want) || lines[1] != ppid {
+		t.Errorf("pid 1 and the program's parent are %q, want %q and %s", lines, want, ppid)
 	}
 	// sh and the pipeline's cat/ls/grep/wc: a handful, never the host's.
 	n, err := strconv.Atoi(strings.TrimSpace(lines[len(lines)-1]))
@@ -99,7 +104,7 @@ c = socket.create_connection(s.getsockname(), 2); print('lo up')
 }
 
 // A10/E04: the mount table holds exactly the planned mounts: the root, and
-// the target of every bind, tmpfs, proc, cover and mask of the plan.
+// the target of every bind, tmpfs, proc, devpts, cover and mask of the plan.
 func TestMountTableIsThePlan(t *testing.T) {
 	out := testutil.Sh(t, `cut -d' ' -f5 /proc/self/mountinfo`, nil)
 	got := strings.Fields(out)
@@ -111,7 +116,7 @@ func TestMountTableIsThePlan(t *testing.T) {
 	var required []string
 	for _, op := range plan.Ops {
 		switch op.Kind {
-		case rootfs.KindBind, rootfs.KindTmpfs, rootfs.KindProc, rootfs.KindCover:
+		case rootfs.KindBind, rootfs.KindTmpfs, rootfs.KindProc, rootfs.KindDevpts, rootfs.KindCover:
 			planned[op.Target] = true
 			if !op.Optional {
 				required = append(required, op.Target)
@@ -139,14 +144,30 @@ func TestMountTableIsThePlan(t *testing.T) {
 	}
 }
 
-// B09, D01, D02: identity, capabilities and no_new_privs of the program.
+// B09, D01, D02: identity, capabilities and no_new_privs of the program:
+// by default uid and gid 1000 inside, the one id each map holds; with a
+// policy's uid 0, root inside, still without a capability.
 func TestIdentityAndPrivileges(t *testing.T) {
-	out := testutil.Sh(t, `cat /proc/self/uid_map /proc/self/gid_map; grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):' /proc/self/status`, nil)
+	for _, inside := range []int{1000, 0} {
+		t.Run(fmt.Sprint(inside), func(t *testing.T) { identity(t, inside) })
+	}
+}
+
+func identity(t *testing.T, inside int) {
+	out := testutil.Sh(t, `cat /proc/self/uid_map /proc/self/gid_map; grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):' /proc/self/status; id -u; id -g`, func(p *policy.Policy) {
+		if inside == 0 {
+			p.UID, p.GID = new(int), new(int)
+		}
+	})
 	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 10 || lines[8] != fmt.Sprint(inside) || lines[9] != fmt.Sprint(inside) {
+		t.Fatalf("want 2 map lines, 6 status lines and the ids %d, got %q", inside, out)
+	}
+	lines = lines[:8]
 	for _, m := range lines[:2] {
 		f := strings.Fields(m)
-		if len(f) != 3 || f[0] != "0" || f[2] != "1" {
-			t.Fatalf("id map %q: want a single id mapped to 0", m)
+		if len(f) != 3 || f[0] != fmt.Sprint(inside) || f[2] != "1" {
+			t.Fatalf("id map %q: want a single id mapped to %d", m, inside)
 		}
 		want := fmt.Sprint(os.Getuid())
 		if os.Getuid() == 0 {
@@ -169,9 +190,6 @@ func TestIdentityAndPrivileges(t *testing.T) {
 			t.Errorf("%s = %s, want 0", k, v)
 		}
 	}
-	if len(lines) != 8 {
-		t.Fatalf("want 2 map lines and 6 status lines, got %q", out)
-	}
 }
 
 // A01/L04: only fds 0-2 reach the program, even when the supervisor holds
@@ -184,10 +202,11 @@ func TestOnlyStdioFdsInside(t *testing.T) {
 		}
 		defer unix.Close(fd)
 	}
-	// sh is the program (pid 1): list its fds from a child.
-	out := testutil.Sh(t, `ls /proc/1/fd; :`, nil)
+	// sh is the program: list its fds from a child. Pid 1's are not the
+	// program's to see (it is not dumpable).
+	out := testutil.Sh(t, `ls /proc/$$/fd; readlink /proc/1/fd/0 >/dev/null 2>&1 && echo pid-1-fds; :`, nil)
 	if got := strings.Fields(out); !slices.Equal(got, []string{"0", "1", "2"}) {
-		t.Fatalf("program fds %v, want [0 1 2]", got)
+		t.Fatalf("program fds (and pid 1's, if readable) %v, want [0 1 2]", got)
 	}
 }
 
@@ -255,9 +274,9 @@ func TestSecretEnvNotInherited(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("environment inside = %v, want exactly %v", got, want)
 	}
-	out := testutil.Sh(t, `cat /proc/1/environ /proc/self/environ`, nil)
+	out := testutil.Sh(t, `cat /proc/self/environ; cat /proc/1/environ 2>/dev/null; :`, nil)
 	if strings.Contains(out, "s3cr3t") || strings.Contains(out, "_AIRLOCK_INIT") {
-		t.Fatalf("supervisor environment leaked: %q", out)
+		t.Fatalf("supervisor or init environment leaked: %q", out)
 	}
 }
 

@@ -42,10 +42,17 @@
 //
 // # Identity
 //
-// The sandbox runs as uid 0 of its own user namespace with no
-// capabilities. Rootless, that uid maps to the caller's; under real root
-// it maps to an unprivileged host id (65534 unless Spec.HostUID says
+// The program runs as Spec.UID and Spec.GID (the executor's default:
+// 1000, "sandbox") of its own user namespace, which maps those ids only,
+// with no capabilities. Rootless, they map to the caller's ids; under
+// real root to an unprivileged host id (65534 unless Spec.HostUID says
 // otherwise), never to host root.
+//
+// # Process tree
+//
+// With Spec.SpawnPath, pid 1 of the sandbox is a reaper and the program
+// its child, so signals it sends itself and its wait status are as bare
+// (reaper_linux.go); without, the program is pid 1.
 //
 // # Process backend
 //

@@ -30,7 +30,8 @@ func IsInit() bool {
 //	}
 //
 // In an ordinary process it returns at once. In an airlock init it builds
-// the sandbox from the spec its parent sends and execs the program; it
+// the sandbox from the spec its parent sends and execs the program (or
+// its reaper, the program its child); it
 // never returns, and it is the only place airlock exits a process.
 func Init() {
 	if !IsInit() {
@@ -86,7 +87,7 @@ func stage(name string, err error) error {
 //
 //   - the process backend (cfg.Process) has no jail: it skips step 4,
 //     and confine empties the capability sets it may have instead of
-//     dropping all five as root of a user namespace;
+//     dropping all five it holds in its user namespace;
 //   - a prepared sandbox (a warm pool's) differs only in when its
 //     program arrives: with the request, not right after the spec, so
 //     it waits at step 7.
@@ -97,14 +98,15 @@ func stage(name string, err error) error {
 // see spawn.c), and it keeps it across exec.
 //
 // Preconditions: runs in the re-exec'd init, on the locked OS thread,
-// as root of its new user namespace (the process backend: as the host
+// with every capability of its new user namespace, as the program's
+// mapped ids (the process backend: as the host
 // uid the parent chose), before any untrusted code. The parent has the
 // init in the run's cgroup before it sends the spec (born there, or
 // placed by pid first) unless the init joins it itself (step 3).
 func runInit(status *os.File, started int64) error {
 	m := marks{started}
 	// 1. The status socket closes at exec: its EOF after "ready" tells
-	// the parent the program was exec'd.
+	// the parent the program was exec'd (with a reaper: "started").
 	if _, err := unix.FcntlInt(statusFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 		return stage("status pipe", err)
 	}
@@ -117,7 +119,7 @@ func runInit(status *os.File, started int64) error {
 	m.take()
 	// 3. Into the run's v1 cgroups before the jail, so that its mounts
 	// and tmpfs pages are charged there. Only this thread moves, the one
-	// that execs; the init's other Go threads end at exec.
+	// that forks and execs; the init's other Go threads end at exec.
 	if err := stage("cgroup placement", joinCgroup(cfg.JoinCgroup)); err != nil {
 		return err
 	}
@@ -158,9 +160,14 @@ func runInit(status *os.File, started int64) error {
 		return err
 	}
 	// 8b. Landlock: the program reaches only the files, TCP ports,
-	// sockets and processes the ruleset grants. After every mount, before
-	// the filter (which may deny Landlock's syscalls).
-	if err := stage("landlock", applyLandlock(cfg.Landlock)); err != nil {
+	// sockets and processes the ruleset grants (and the reaper, which is
+	// no path inside, may be exec'd from its fd). After every mount,
+	// before the filter (which may deny Landlock's syscalls).
+	reaperFD := -1
+	if cfg.Reaper {
+		reaperFD = joinCgroupFD + cfg.JoinCgroup
+	}
+	if err := stage("landlock", applyLandlock(cfg.Landlock, reaperFD)); err != nil {
 		return err
 	}
 	// 9. The seccomp filter, last, so it filters the program and none of
@@ -175,8 +182,12 @@ func runInit(status *os.File, started int64) error {
 	if err := stage("report ready", reportReady(m, listener)); err != nil {
 		return err
 	}
-	// 11. Nothing but exec. (A pid-1 reaper, the program its child,
-	// would replace this step: fork, exec the child, reap, report.)
+	// 11. Nothing but exec: of the reaper (reaper_linux.go), which stays
+	// the sandbox's pid 1 and runs the program as its child; without one
+	// (or in the process backend, which has no pid 1), of the program.
+	if cfg.Reaper {
+		return execReaper(argv0, &prog, reaperFD)
+	}
 	return stage("exec", unix.Exec(argv0, prog.Args, prog.Env))
 }
 

@@ -53,7 +53,10 @@ func llRights(a LandlockAccess, handled uint64, dir bool) uint64 {
 }
 
 // applyLandlock restricts the calling thread, and so the program it
-// execs, to ll (nothing when ll.ABI is 0).
+// execs, to ll (nothing when ll.ABI is 0). execFD, if not -1, is a file
+// the thread may also execute: the reaper's binary, opened O_PATH by the
+// supervisor. The rule is on that inode alone, which no path inside the
+// sandbox names, and the reaper is not dumpable (no /proc/1/exe).
 //
 // It calls landlock_restrict_self on this thread only, not on every
 // thread as go-landlock's Restrict does (through libpsx below ABI 8):
@@ -67,7 +70,7 @@ func llRights(a LandlockAccess, handled uint64, dir bool) uint64 {
 // no_new_privs (confine; landlock_restrict_self needs it without
 // CAP_SYS_ADMIN), before the seccomp filter (which may deny Landlock's
 // syscalls).
-func applyLandlock(ll Landlock) error {
+func applyLandlock(ll Landlock, execFD int) error {
 	if ll.ABI == 0 {
 		return nil
 	}
@@ -92,6 +95,13 @@ func applyLandlock(ll Landlock) error {
 	for _, p := range ll.Paths {
 		if err := llAddPath(fd, p, attr.HandledAccessFS); err != nil {
 			return err
+		}
+	}
+	if execFD >= 0 {
+		// exec opens the file for reading too: both rights are needed.
+		attr := llsys.PathBeneathAttr{AllowedAccess: llsys.AccessFSExecute | llsys.AccessFSReadFile, ParentFd: execFD}
+		if err := llsys.LandlockAddPathBeneathRule(fd, &attr, 0); err != nil {
+			return fmt.Errorf("landlock_add_rule (the reaper): %w", err)
 		}
 	}
 	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {

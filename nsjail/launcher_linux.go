@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -37,9 +38,12 @@ type Sandbox struct {
 	// stdoutCap and stderrCap cap the caller's writers (Spec.LimitStreams).
 	stdoutCap, stderrCap *streamCap
 
-	exited  chan struct{} // closed once the init is reaped
-	execd   chan struct{} // closed once the program was exec'd (signals are forwarded from then on)
-	waitErr error         // cmd.Wait's error, set before exited closes
+	exited chan struct{} // closed once the init is reaped
+	execd  chan struct{} // closed once the program was exec'd (signals are forwarded from then on)
+	// status is the init's status socket from the program's start on,
+	// for the reaper's last report (programStatus); under mu.
+	status  *os.File
+	waitErr error // cmd.Wait's error, set before exited closes
 	// pid is the init's host pid. Forked by the supervisor, the init is
 	// cmd's process; started by the spawn helper (Spec.SpawnPath), cmd is
 	// the helper, and pidfd (-1 otherwise) the init's, for its kill; it is
@@ -52,6 +56,7 @@ type Sandbox struct {
 	joins       int           // v1: the tasks files the init moves itself with (initConfig.JoinCgroup)
 	outs        []*outPipe    // the program's output pipes (outpipe_linux.go)
 	programSent bool          // the program went with the spec (build)
+	reaper      bool          // the init inherits the reaper (initConfig.Reaper)
 	cpuBase     time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
 	egressLn    net.Listener  // net allow: the init's listener, until served (under mu)
 
@@ -178,7 +183,7 @@ func initConfigFor(spec *Spec) initConfig {
 }
 
 func programConfigFor(spec *Spec) programConfig {
-	return programConfig{Args: spec.Args, Env: spec.Env, Dir: or(spec.Dir, "/workspace"), Rlimits: spec.Rlimits, Seccomp: spec.Seccomp}
+	return programConfig{Args: spec.Args, Env: spec.Env, Dir: or(spec.Dir, "/workspace"), Rlimits: spec.Rlimits, Seccomp: spec.Seccomp, TTY: spec.TTY != nil}
 }
 
 // initChannels are the parent's ends of the init's spec pipe (fd 3) and
@@ -187,7 +192,9 @@ type initChannels struct{ specW, statusR *os.File }
 
 func (c *initChannels) close() {
 	c.specW.Close()
-	c.statusR.Close()
+	if c.statusR != nil {
+		c.statusR.Close()
+	}
 }
 
 // launch starts the init with its two channels.
@@ -213,6 +220,18 @@ func (s *Sandbox) launch() (*initChannels, error) {
 	}
 	defer closeAll(tasks) // the init holds its own copies once started
 	s.placed, s.joins = cgfd >= 0 || len(tasks) > 0, len(tasks)
+	// The reaper goes after the tasks files (reaper_linux.go).
+	inherit := func(tasks []*os.File) []*os.File { return tasks }
+	if s.spec.SpawnPath != "" && !s.spec.Process {
+		fd, err := unix.Open(s.spec.SpawnPath, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, &policy.SetupError{Stage: "reaper", Err: fmt.Errorf("open %s: %w", s.spec.SpawnPath, err)}
+		}
+		reaper := os.NewFile(uintptr(fd), "reaper")
+		defer reaper.Close()
+		s.reaper = true
+		inherit = func(tasks []*os.File) []*os.File { return append(slices.Clip(tasks), reaper) }
+	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, &policy.SetupError{Stage: "pipe", Err: err}
@@ -225,10 +244,10 @@ func (s *Sandbox) launch() (*initChannels, error) {
 	}
 	s.start = time.Now()
 	s.startNS = monotonicNS()
-	err = s.startInit(specR, statusW, cgfd, tasks)
+	err = s.startInit(specR, statusW, cgfd, inherit(tasks))
 	if cgfd >= 0 && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
 		s.placed = false
-		err = s.startInit(specR, statusW, -1, nil)
+		err = s.startInit(specR, statusW, -1, inherit(nil))
 	}
 	if cgfd >= 0 {
 		unix.Close(cgfd)
@@ -277,7 +296,7 @@ func monotonicNS() int64 {
 // prepared one (a warm pool's) gets it from run, with its request.
 func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	cfg := initConfigFor(s.spec)
-	cfg.JoinCgroup = s.joins
+	cfg.JoinCgroup, cfg.Reaper = s.joins, s.reaper
 	// Placed by pid (v2 where clone3 was refused) before the spec: from
 	// its first step on, the init is in its final cgroup (its cgroup
 	// namespace is rooted there), as when born there or moving itself.
@@ -332,6 +351,10 @@ func (s *Sandbox) run(c *initChannels) error {
 		s.closeEgress()
 		return err
 	}
+	// Wait reads the program's wait status from it (programStatus).
+	s.mu.Lock()
+	s.status, c.statusR = c.statusR, nil
+	s.mu.Unlock()
 	s.phase("exec")
 	close(s.execd)
 	return nil
@@ -380,7 +403,8 @@ func (s *Sandbox) setupFailed(stage string, err error) error {
 }
 
 // startInit starts the init on its supervising thread (see supervise).
-// tasks are the v1 tasks files it inherits from fd 5 (joinCgroupFD) on.
+// tasks are the v1 tasks files it inherits from fd 5 (joinCgroupFD) on,
+// then the reaper.
 // With a spawn helper (and an init binary: the helper cannot re-execute
 // the supervisor), the helper starts it.
 func (s *Sandbox) startInit(specR, statusW *os.File, cgroupFD int, tasks []*os.File) error {
@@ -432,7 +456,10 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 	cmd.Stdin = spec.Stdin
 	stdout, stderr := s.outputs(spec)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if !spec.Process {
+	if spec.TTY != nil {
+		// A terminal's slave, the program's stdio: no capture, no pipes.
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.TTY, spec.TTY, spec.TTY
+	} else if !spec.Process {
 		cmd.Stdout, cmd.Stderr = s.outPipe(stdout), s.outPipe(stderr)
 	}
 	// Bounds the wait for a stdin copy that blocks, and for the process
@@ -450,14 +477,17 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  cloneFlags(spec),
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
-		// Become root of the new namespace: when host root maps 0 to an
-		// unprivileged id, the child must switch to it or it keeps an
-		// unmapped uid and loses every capability at exec.
-		Credential: &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true},
-		Setsid:     true,
-		Pdeathsig:  syscall.SIGKILL,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: spec.UID, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: spec.GID, HostID: gid, Size: 1}},
+		// Take the mapped ids: when host root maps them to an unprivileged
+		// id, the child must switch to it or it keeps an unmapped uid.
+		Credential: &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: true},
+		// An exec keeps capabilities only for uid 0 or as ambient ones:
+		// every one, for the init's setup in its namespace (it drops them
+		// all, ambient included, before the program).
+		AmbientCaps: ambientCaps(spec.UID),
+		Setsid:      true,
+		Pdeathsig:   syscall.SIGKILL,
 	}
 	return cmd
 }
@@ -583,7 +613,24 @@ func cloneFlags(spec *Spec) uintptr {
 	return f
 }
 
-// hostIDs returns the host uid and gid the sandbox's root maps to: the
+// ambientCaps is every capability the kernel knows, for an init that is
+// not uid 0 inside (nil for one that is).
+func ambientCaps(uid int) []uintptr {
+	if uid == 0 {
+		return nil
+	}
+	last, err := lastCap()
+	if err != nil {
+		last = unix.CAP_LAST_CAP // the start then fails if the kernel knows fewer
+	}
+	caps := make([]uintptr, last+1)
+	for c := range caps {
+		caps[c] = uintptr(c)
+	}
+	return caps
+}
+
+// hostIDs returns the host uid and gid the sandbox's ids map to: the
 // caller's own when rootless, an unprivileged id when real root; never 0.
 func hostIDs(spec *Spec) (int, int) {
 	uid, gid := os.Getuid(), os.Getgid()
@@ -601,17 +648,24 @@ func hostIDs(spec *Spec) (int, int) {
 }
 
 func enforcedFor(spec *Spec) Enforced {
-	uid, _ := hostIDs(spec)
+	uid, gid := hostIDs(spec)
 	e := Enforced{
 		Backend:      "namespaces",
 		Namespaces:   []string{"user", "pid", "mount", "ipc", "uts", "cgroup"},
-		UIDMap:       fmt.Sprintf("0 %d 1", uid),
+		UID:          spec.UID,
+		GID:          spec.GID,
+		UIDMap:       fmt.Sprintf("%d %d 1", spec.UID, uid),
+		GIDMap:       fmt.Sprintf("%d %d 1", spec.GID, gid),
 		Rootfs:       "pivot_root",
 		Network:      "none",
 		Limits:       "none",
 		Seccomp:      "none",
 		Capabilities: "none",
 		NoNewPrivs:   true,
+		Pid1:         "program",
+	}
+	if spec.SpawnPath != "" {
+		e.Pid1 = "reaper"
 	}
 	if spec.HostNetwork {
 		e.Network = "host"
@@ -623,6 +677,8 @@ func enforcedFor(spec *Spec) Enforced {
 	}
 	if spec.Process {
 		e.Backend, e.Namespaces, e.UIDMap, e.Rootfs, e.Network = "process", []string{}, fmt.Sprintf("none (host uid %d)", uid), "none (host filesystem)", "host"
+		e.GIDMap, e.UID, e.GID = fmt.Sprintf("none (host gid %d)", gid), uid, gid
+		e.Pid1 = ""
 		if spec.Landlock.ABI > 0 {
 			e.Rootfs = "none (host filesystem, landlock rules)"
 		}

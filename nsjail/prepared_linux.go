@@ -101,7 +101,8 @@ func (p *Prepared) Pid() int { return p.s.Pid() }
 // (see SameJail), in the same cgroup. Only such a spec can be started in
 // p; its filter, like the rest of its program, comes with it.
 func (p *Prepared) Matches(spec *Spec) bool {
-	return SameJail(p.s.spec, spec) && p.s.spec.Cgroup == spec.Cgroup
+	// (Its stdio are pipes made at its preparation: never a terminal.)
+	return SameJail(p.s.spec, spec) && p.s.spec.Cgroup == spec.Cgroup && spec.TTY == nil
 }
 
 // SameFilter reports whether two seccomp filters are the same program.
@@ -118,6 +119,7 @@ func SameFilter(a, b *seccomp.Filter) bool {
 func SameJail(a, b *Spec) bool {
 	return !a.Process && !b.Process && reflect.DeepEqual(a.Plan, b.Plan) && reflect.DeepEqual(a.Landlock, b.Landlock) && a.HostNetwork == b.HostNetwork && a.EgressPort == b.EgressPort &&
 		or(a.Hostname, "airlock") == or(b.Hostname, "airlock") && a.HostUID == b.HostUID && a.HostGID == b.HostGID &&
+		a.UID == b.UID && a.GID == b.GID &&
 		reflect.DeepEqual(a.CgroupLimits, b.CgroupLimits) && a.InitPath == b.InitPath && a.SpawnPath == b.SpawnPath
 }
 

@@ -40,11 +40,21 @@ import (
 //	                                             with kill-by-notify)
 //	                                             execve: fd 4 is close-on-exec, so EOF
 //	                                             after "ready" means exec'd
+//	  [with a reaper (initConfig.Reaper):        [execve the reaper instead, fd 4
+//	   until {started}]                            kept (reaper_linux.go); it
+//	                                   <-----      forks and execs the program:
+//	                                               {started}, or {stage exec, errno}]
 //	on any failure:                     <-----  {stage, errno, msg}, exit
+//	Wait: what is left                  <-----  [the reaper: {ended, the
+//	                                              program's wait status}, exit]
 //
 // fd 4 is a SOCK_SEQPACKET socket: one message a packet, and it can carry
 // the seccomp listener fd. EOF without "ready" means the init died during
-// setup; "ready" followed by an error means execve failed.
+// setup; "ready" followed by an error means the program's execve failed.
+// With a reaper the result is the program's own wait status ("ended"):
+// pid 1 cannot die by most signals, so its status could not say that the
+// program was killed by SIGTERM. Without that report (the sandbox was
+// killed: a timeout, an OOM kill) the init's own status stands.
 const (
 	// initEnv marks a process as an airlock init. It is the only
 	// variable the init is started with (besides GOMAXPROCS and, for a
@@ -80,6 +90,10 @@ type initConfig struct {
 	// loopback for the egress proxy (net allow); it sends the listener
 	// to the parent (initStatus.Egress) and keeps no copy.
 	EgressPort int
+	// Reaper: the fd after the tasks files is the reaper (the spawn
+	// helper's binary, opened O_PATH), exec'd as pid 1 with the program
+	// its child (reaper_linux.go).
+	Reaper bool
 }
 
 // programConfig is the part of the spec applied just before exec: what
@@ -91,16 +105,23 @@ type programConfig struct {
 	Dir     string
 	Rlimits []Rlimit
 	Seccomp *seccomp.Filter
+	// TTY: stdio is a terminal of the program's own (Spec.TTY), which
+	// the reaper makes its controlling terminal.
+	TTY bool
 }
 
 // initStatus is one message from the init on fd 4 (encoded by wire.go).
 type initStatus struct {
-	Ready    bool
-	Prepared bool
-	Listener bool // with Ready: the message carries the seccomp listener fd
-	Stage    string
-	Errno    int
-	Msg      string
+	Ready   bool
+	Started bool // the program runs, the reaper is being exec'd
+	Ended   bool // the reaper's program ended with WaitStatus
+	// WaitStatus is the program's wait(2) status, with Ended.
+	WaitStatus uint32
+	Prepared   bool
+	Listener   bool // with Ready: the message carries the seccomp listener fd
+	Stage      string
+	Errno      int
+	Msg        string
 	// Marks are CLOCK_MONOTONIC readings (ns) of the init's steps since
 	// its last report, named by initMarks: where a start's time goes,
 	// logged by the parent at debug level (see Sandbox.phase).

@@ -217,8 +217,13 @@ type Enforced struct {
 	Backend string `json:"backend"`
 	// Namespaces the sandbox had of its own.
 	Namespaces []string `json:"namespaces"`
-	// UIDMap is the sandbox's uid_map line: inside, host, count.
+	// UID and GID are the program's ids, as it sees them (inside).
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// UIDMap and GIDMap are the sandbox's uid_map and gid_map lines:
+	// inside, host, count.
 	UIDMap string `json:"uid_map"`
+	GIDMap string `json:"gid_map"`
 	// Rootfs is how the root was switched: "pivot_root".
 	Rootfs string `json:"rootfs"`
 	// Network is "none" (private namespace, lo only), "allow" (that,
@@ -250,6 +255,12 @@ type Enforced struct {
 	// Landlock is the Landlock ABI of the ruleset the program ran under
 	// (see Spec.Landlock), 0 when none.
 	Landlock int `json:"landlock"`
+	// Pid1 is what is pid 1 of the sandbox: "reaper" (the program is
+	// its child, and signals and its wait status are as bare), or
+	// "program" (no reaper: the program is pid 1, and the kernel drops
+	// the default-action signals it sends itself). "" with no pid
+	// namespace (the process backend).
+	Pid1 string `json:"pid1,omitempty"`
 	// Timeout is the wall-clock limit, "" when none.
 	Timeout string `json:"timeout,omitempty"`
 	// NotEnforced lists the controls that were not applied (policy.Check

@@ -40,7 +40,8 @@ func (s *Sandbox) spawnCommand(init *exec.Cmd, report *os.File, cgroup *os.File)
 		cgfd = 3 + len(files) - 1
 	}
 	cmd := exec.Command(s.spec.SpawnPath, strconv.FormatUint(uint64(cloneFlags(s.spec)), 10),
-		strconv.Itoa(uid), strconv.Itoa(gid), strconv.Itoa(cgfd), strconv.Itoa(3+len(init.ExtraFiles)),
+		strconv.Itoa(uid), strconv.Itoa(gid), strconv.Itoa(s.spec.UID), strconv.Itoa(s.spec.GID),
+		strconv.Itoa(cgfd), strconv.Itoa(3+len(init.ExtraFiles)),
 		init.Path, init.Args[0])
 	// The init's path as Go resolved it, and any error of that (a name
 	// not found on PATH, or found only relative to the working directory):

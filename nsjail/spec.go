@@ -65,15 +65,24 @@ type Spec struct {
 	Cgroup cgroups.Group
 	// CgroupLimits are the limits Cgroup was made with, for the report.
 	CgroupLimits *cgroups.Limits
-	// HostUID and HostGID are the host ids the sandbox's root maps to
+	// HostUID and HostGID are the host ids the sandbox's ids map to
 	// when the supervisor runs as real root. 0 = 65534 (nobody); host id 0
 	// is never used. A rootless supervisor always maps its own ids.
 	HostUID, HostGID int
+	// UID and GID are the ids inside, the one each user namespace map
+	// holds ("UID HOSTUID 1"): the init's (with every capability in its
+	// namespace until it confines itself) and the program's. 0 = root.
+	UID, GID int
 	// Timeout is the wall-clock limit, counted from the start. 0 = none.
 	Timeout time.Duration
 	// CPUTime is the CPU-time limit applied through RLIMIT_CPU, used to
 	// classify a CPU-time kill as a timeout. 0 = none.
 	CPUTime time.Duration
+	// TTY, when set, is the program's stdin, stdout and stderr instead: a
+	// terminal (the slave of a pty its caller relays, never the caller's
+	// own terminal), which the reaper makes the program's controlling
+	// terminal. Nothing is captured then.
+	TTY *os.File
 	// Stdin is the program's standard input. nil = /dev/null.
 	Stdin io.Reader
 	// Stdout and Stderr receive the program's output as it is written
@@ -102,6 +111,8 @@ type Spec struct {
 	// namespaces instead of a fork of the supervisor (whose cost grows
 	// with the supervisor's memory); used with an InitPath only (the
 	// helper cannot re-execute the supervisor). "" = the supervisor forks.
+	// Also, with or without an InitPath, the sandbox's reaper: its pid 1,
+	// the program its child (reaper_linux.go); "" = the program is pid 1.
 	SpawnPath string
 	// Logger receives lifecycle events (never payload data). nil = none.
 	Logger *slog.Logger
@@ -122,6 +133,8 @@ func (s *Spec) validate() error {
 		return policy.Invalid("timeout", "must not be negative")
 	case s.OutputLimit < 0:
 		return policy.Invalid("output limit", "must not be negative")
+	case s.UID < 0 || s.GID < 0 || s.UID > 65533 || s.GID > 65533:
+		return policy.Invalid("spec", "inside ids %d:%d are not from 0 to 65533", s.UID, s.GID)
 	case s.HostUID < 0 || s.HostGID < 0:
 		return policy.Invalid("host uid/gid", "must not be negative")
 	case s.Seccomp != nil && (len(s.Seccomp.Program) == 0 || len(s.Seccomp.Program) > seccomp.MaxInstructions):

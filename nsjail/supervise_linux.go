@@ -115,7 +115,8 @@ func (s *Sandbox) endGroup() {
 // cpuPoll is how often the cgroup's CPU time is checked against CPUTime.
 const cpuPoll = 50 * time.Millisecond
 
-// awaitExec reads the init's status socket until EOF.
+// awaitExec reads the init's status socket until the program started:
+// the reaper's "started", or EOF after "ready" (an exec).
 func (s *Sandbox) awaitExec(statusR *os.File) error { return s.awaitStatus(statusR, false) }
 
 // awaitPrepared reads the init's status socket until a prepared sandbox
@@ -170,18 +171,32 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 			ready = true
 			continue
 		}
+		if st.Started && ready {
+			return nil
+		}
 		if st.Prepared && untilPrepared {
 			return nil
 		}
 		return &policy.SetupError{Stage: st.Stage, Err: s.initFailure(st)}
 	}
-	if !ready {
+	// EOF. After "ready" it means exec'd, but a reaper reports "started"
+	// (or why not): its silence is its death, never the program's start.
+	if !ready || s.reaper {
 		<-s.exited
 		switch s.killReason() {
 		case StatusTimeout:
 			return &policy.SetupError{Stage: "init", Err: errSetupTimeout}
 		case reasonCancelled:
 			return fmt.Errorf("nsjail: run cancelled during setup: %w", s.cancelErr())
+		case StatusSeccompViolation, StatusOutputLimit:
+			if ready {
+				// Killed for a filtered call or for output, before the
+				// reaper's "started" went out: Wait says which.
+				return nil
+			}
+		}
+		if ready {
+			return &policy.SetupError{Stage: "reaper", Err: fmt.Errorf("pid 1 ended before it started the program: %v", s.cmd.ProcessState)}
 		}
 		return &policy.SetupError{Stage: "init", Err: fmt.Errorf("init died during setup: %v", s.cmd.ProcessState)}
 	}
@@ -247,6 +262,10 @@ func (s *Sandbox) watchNotify(fd int) {
 		}
 		s.mu.Unlock()
 		s.kill(StatusSeccompViolation)
+		// The listener stays open until the sandbox is gone: closing it
+		// would let the call return (ENOSYS) while pid 1's death is
+		// still on its way to the program.
+		<-s.exited
 		return
 	}
 }
@@ -344,6 +363,11 @@ func (s *Sandbox) Wait() (*Result, error) {
 		res.Stderr, res.StderrEncoding = encodeOutput(res.Stderr, res.StderrTruncated)
 	}
 	ws := st.Sys().(syscall.WaitStatus)
+	if pws, ok, err := s.programStatus(); err != nil {
+		return nil, err
+	} else if ok {
+		ws = pws
+	}
 	res.Status, res.ExitCode = classify(ws, reason, res.CPUTimeMS, s.spec.CPUTime)
 	if g := s.spec.Cgroup; g != nil {
 		// Whatever pid 1's fate, kill what may be left (nothing, after the
@@ -388,6 +412,38 @@ func (s *Sandbox) Wait() (*Result, error) {
 	return res, err
 }
 
+// programStatus returns the wait status the reaper reported for its
+// program (see reap), if it did, or the failure it reported, and closes
+// the status socket. The init is gone: whatever it sent is queued, and
+// the read never blocks.
+func (s *Sandbox) programStatus() (syscall.WaitStatus, bool, error) {
+	s.mu.Lock()
+	f := s.status
+	s.status = nil
+	s.mu.Unlock()
+	if f == nil {
+		return 0, false, nil
+	}
+	defer f.Close()
+	var buf [4 << 10]byte
+	for {
+		n, _, _, _, err := unix.Recvmsg(int(f.Fd()), buf[:], nil, unix.MSG_DONTWAIT)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		var st initStatus
+		switch {
+		case err != nil || n == 0:
+			return 0, false, nil // none: the init was killed
+		case st.unmarshal(buf[:n]) != nil:
+			return 0, false, &policy.SetupError{Stage: "status", Err: errors.New("bad message from the reaper")}
+		case st.Ended:
+			return syscall.WaitStatus(st.WaitStatus), true, nil
+		}
+		return 0, false, &policy.SetupError{Stage: st.Stage, Err: &initError{msg: st.Msg, errno: syscall.Errno(st.Errno)}}
+	}
+}
+
 // classify maps the wait status and the supervisor's own kill reason to a
 // Status and exit code: the program's code, or 128+N when signal N ended
 // it (the supervisor's SIGKILL included).
@@ -405,15 +461,14 @@ func classify(ws syscall.WaitStatus, reason Status, cpuMS int64, cpuLimit time.D
 	case ws.Exited():
 		return StatusExited, code
 	case ws.Signal() == syscall.SIGSYS:
-		// The program is pid 1 of its namespace: nothing inside can kill
-		// it with SIGSYS, only the filter's KILL_PROCESS (a non-native
-		// syscall ABI, or a kill rule without a listener).
+		// The filter's KILL_PROCESS (a non-native syscall ABI, or a kill
+		// rule without a listener). A program that raises SIGSYS on
+		// itself reads the same: bare, that status means the same.
 		return StatusSeccompViolation, code
 	case ws.Signal() == syscall.SIGXCPU:
 		return StatusCPULimit, code
 	case ws.Signal() == syscall.SIGKILL && atCPULimit(time.Duration(cpuMS)*time.Millisecond, cpuLimit):
-		// RLIMIT_CPU's hard limit is a SIGKILL from the kernel (nothing
-		// inside the pid namespace can SIGKILL its pid 1).
+		// RLIMIT_CPU's hard limit is a SIGKILL from the kernel.
 		return StatusCPULimit, code
 	}
 	return StatusSignaled, code

@@ -31,8 +31,10 @@ import (
 // its read with an error naming both (build tokens catch the rest).
 // Version 2: initConfig lost Ahead and Seccomp (one filter slot, in
 // programConfig). Version 3: initConfig gained Landlock. Version 4:
-// initConfig.EgressPort, initStatus.Egress.
-const wireVersion = 4
+// initConfig.EgressPort, initStatus.Egress. Version 5: initConfig.Reaper,
+// programConfig.TTY, initStatus.Started, Ended and WaitStatus (the
+// reaper's; cmd/airlock-spawn writes its reports in this form too).
+const wireVersion = 5
 
 // writeMsg sends one message: header and payload in a single write.
 func writeMsg(w io.Writer, payload []byte) error {
@@ -231,6 +233,7 @@ func (c *initConfig) marshal() []byte {
 	e.int(int64(c.JoinCgroup))
 	e.landlock(c.Landlock)
 	e.int(int64(c.EgressPort))
+	e.bool(c.Reaper)
 	return e.b
 }
 
@@ -251,6 +254,7 @@ func (c *initConfig) unmarshal(b []byte) error {
 	c.JoinCgroup = d.smallInt()
 	c.Landlock = d.landlock()
 	c.EgressPort = d.smallInt()
+	c.Reaper = d.bool()
 	return d.end()
 }
 
@@ -290,6 +294,7 @@ func (p *programConfig) marshal() []byte {
 		e.uint(r.Max)
 	}
 	e.filter(p.Seccomp)
+	e.bool(p.TTY)
 	return e.b
 }
 
@@ -303,6 +308,7 @@ func (p *programConfig) unmarshal(b []byte) error {
 		p.Rlimits[i] = Rlimit{Resource: d.smallInt(), Cur: d.uint(), Max: d.uint()}
 	}
 	p.Seccomp = d.filter()
+	p.TTY = d.bool()
 	return d.end()
 }
 
@@ -311,6 +317,9 @@ func (st *initStatus) marshal() []byte {
 	e.bool(st.Ready)
 	e.bool(st.Prepared)
 	e.bool(st.Listener)
+	e.bool(st.Started)
+	e.bool(st.Ended)
+	e.uint(uint64(st.WaitStatus))
 	e.str(st.Stage)
 	e.int(int64(st.Errno))
 	e.str(st.Msg)
@@ -325,6 +334,12 @@ func (st *initStatus) marshal() []byte {
 func (st *initStatus) unmarshal(b []byte) error {
 	d := newDecoder(b)
 	st.Ready, st.Prepared, st.Listener = d.bool(), d.bool(), d.bool()
+	st.Started, st.Ended = d.bool(), d.bool()
+	if ws := d.uint(); ws <= math.MaxUint32 {
+		st.WaitStatus = uint32(ws)
+	} else {
+		d.fail(errors.New("wait status out of range"))
+	}
 	st.Stage = d.str()
 	st.Errno = d.smallInt()
 	st.Msg = d.str()

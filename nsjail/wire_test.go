@@ -98,6 +98,9 @@ func TestStatusWire(t *testing.T) {
 		{Ready: true, Marks: []int64{7}},
 		{Ready: true, Listener: true, Marks: []int64{5, 6}},
 		{Egress: true},
+		{Started: true},
+		{Ended: true, WaitStatus: 0x8b}, // killed by SIGSEGV, core dumped
+		{Ended: true, WaitStatus: 0xff00},
 		{Stage: "mount /proc", Errno: 13, Msg: "permission denied: \x00\xff ü"},
 	} {
 		b := st.marshal()

@@ -94,6 +94,13 @@ type Policy struct {
 	Workspace string `json:"workspace,omitempty"`
 	// Chdir is the working directory inside. "" = /workspace.
 	Chdir string `json:"chdir,omitempty"`
+	// UID and GID are the program's ids inside the sandbox, the one id
+	// of each its user namespace maps (to the caller's ids rootless, to
+	// an unprivileged host id under root). nil = 1000, named "sandbox" in
+	// /etc/passwd and /etc/group; 0 looks like root (with no capability).
+	// 0 to 65533. The namespaces backend only.
+	UID *int `json:"uid,omitempty"`
+	GID *int `json:"gid,omitempty"`
 	// Setenv sets variables in the sandbox's otherwise empty environment.
 	Setenv map[string]string `json:"setenv,omitempty"`
 	// EnvPass names variables copied from the caller's environment.
@@ -125,6 +132,26 @@ const (
 	DefaultMaxOutput = 1 << 20
 	DefaultKillGrace = 2 * time.Second
 )
+
+// DefaultInsideID is the program's uid and gid inside by default, and
+// MaxInsideID the highest one a policy may choose (65534 is the overflow
+// id, nobody, that unmapped ids show as).
+const (
+	DefaultInsideID = 1000
+	MaxInsideID     = 65533
+)
+
+// InsideIDs returns the program's uid and gid inside the sandbox.
+func (p *Policy) InsideIDs() (uid, gid int) {
+	uid, gid = DefaultInsideID, DefaultInsideID
+	if p.UID != nil {
+		uid = *p.UID
+	}
+	if p.GID != nil {
+		gid = *p.GID
+	}
+	return uid, gid
+}
 
 // MemoryLimit is the memory limit in force: Memory, or the default.
 func (p *Policy) MemoryLimit() int64 {
@@ -372,6 +399,10 @@ func (p *Policy) Validate() error {
 		return Invalid("open_files", "must be at least 16")
 	case p.MaxOutput < 0:
 		return Invalid("max_output", "must not be negative")
+	case p.UID != nil && (*p.UID < 0 || *p.UID > MaxInsideID):
+		return Invalid("uid", "%d is not an id from 0 to %d", *p.UID, MaxInsideID)
+	case p.GID != nil && (*p.GID < 0 || *p.GID > MaxInsideID):
+		return Invalid("gid", "%d is not an id from 0 to %d", *p.GID, MaxInsideID)
 	}
 	switch p.Backend {
 	case "", "namespaces", "process":

@@ -168,8 +168,12 @@ func applyOp(root int, op Op, clone int) error {
 		}
 		defer unix.Close(mfd)
 		return attachDir(root, rel, mfd)
-	case KindProc:
-		mfd, err := newFS("proc", "", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	case KindProc, KindDevpts:
+		attr := unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC
+		if op.Kind == KindProc {
+			attr |= unix.MOUNT_ATTR_NODEV
+		}
+		mfd, err := newFS(string(op.Kind), op.Options, attr)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -28,6 +29,9 @@ const (
 	// /proc), when it exists: a file under an empty read-only file, a
 	// directory under an empty read-only tmpfs.
 	KindMask Kind = "mask"
+	// KindDevpts mounts a private devpts instance at Target (ptys of the
+	// sandbox only, new ones mode 0620, its ptmx 0666).
+	KindDevpts Kind = "devpts"
 	// KindDir creates the directory Target.
 	KindDir Kind = "dir"
 	// KindSymlink creates Target as a symlink to Source.
@@ -82,6 +86,14 @@ type Options struct {
 	// certificates. Without it, /etc/hosts is synthetic and there is no
 	// resolv.conf: no name can resolve where no resolver is reachable.
 	HostNetwork bool
+	// Console is a host terminal, the slave of the pty the caller relays
+	// as the program's stdio (--tty), bound at /dev/console as docker
+	// does: ttyname (tty, ps) finds the program's terminal there. "" =
+	// none.
+	Console string
+	// UID and GID are the program's ids inside: /etc/passwd and
+	// /etc/group name them "sandbox" (unless 0: root), home /workspace.
+	UID, GID int
 	// CACerts binds the host's CA certificates (/etc/ssl/certs, what
 	// Debian's ca-certificates installs; its links point into /usr),
 	// read-only: for a sandbox that reaches out through a proxy.
@@ -108,7 +120,9 @@ const caCerts = "/etc/ssl/certs"
 const maxEtcCopy = 64 << 10
 
 // devNodes are the host character devices bound into the minimal /dev.
-var devNodes = []string{"null", "zero", "full", "random", "urandom"}
+// (tty opens the opener's own controlling terminal: in a sandbox, only
+// ever one of its private ptys.)
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 // procCovers are writable or sensitive corners of /proc made read-only.
 var procCovers = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}
@@ -160,7 +174,7 @@ func Default(o Options) (Plan, error) {
 	if link, err := os.Readlink("/etc/localtime"); err == nil && strings.HasPrefix(link, "/usr/") {
 		add(Op{Kind: KindSymlink, Source: link, Target: "/etc/localtime"})
 	}
-	for _, f := range syntheticEtc(host, o.HostNetwork) {
+	for _, f := range syntheticEtc(host, o.HostNetwork, o.UID, o.GID) {
 		add(Op{Kind: KindFile, Target: "/etc/" + f[0], Data: f[1]})
 	}
 	if o.HostNetwork || o.CACerts {
@@ -181,15 +195,23 @@ func Default(o Options) (Plan, error) {
 	for _, n := range devNodes {
 		add(Op{Kind: KindBind, Source: "/dev/" + n, Target: "/dev/" + n, CharDevice: true})
 	}
+	if o.Console != "" {
+		add(Op{Kind: KindBind, Source: o.Console, Target: "/dev/console", CharDevice: true})
+	}
 	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}} {
 		add(Op{Kind: KindSymlink, Source: l[1], Target: "/dev/" + l[0]})
 	}
 	// Populated, /dev goes read-only (its nodes stay usable: a read-only
 	// mount does not stop writes to a device); /dev/shm, mounted after,
 	// is the one writable place in it. python's multiprocessing needs it.
+	// So are /dev/pts, a private devpts (ptys for script, expect, pty
+	// tests; never the host's), with /dev/ptmx its multiplexer.
 	add(Op{Kind: KindDir, Target: "/dev/shm"})
+	add(Op{Kind: KindDir, Target: "/dev/pts"})
+	add(Op{Kind: KindSymlink, Source: "pts/ptmx", Target: "/dev/ptmx"})
 	add(Op{Kind: KindCover, Target: "/dev", KeepDevices: true})
 	add(Op{Kind: KindTmpfs, Target: "/dev/shm", Options: tmpfsOpts(size, "1777"), NoExec: true})
+	add(Op{Kind: KindDevpts, Target: "/dev/pts", Options: "ptmxmode=0666,mode=0620"})
 
 	add(Op{Kind: KindTmpfs, Target: "/tmp", Options: tmpfsOpts(size, "1777")})
 	if o.Workspace != "" {
@@ -215,7 +237,7 @@ func tmpfsOpts(size int64, mode string) string {
 // network, hosts and resolv.conf are copies of the host's (a resolv.conf
 // the host lacks, or one over maxEtcCopy, is left out: the resolver then
 // asks 127.0.0.1, as it would on the host).
-func syntheticEtc(host string, hostNet bool) [][2]string {
+func syntheticEtc(host string, hostNet bool, uid, gid int) [][2]string {
 	hosts := "127.0.0.1\tlocalhost " + host + "\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 	nss := "passwd: files\ngroup: files\nhosts: files\n"
 	var resolv string
@@ -224,9 +246,18 @@ func syntheticEtc(host string, hostNet bool) [][2]string {
 		resolv = hostEtc("/etc/resolv.conf", "")
 		nss = "passwd: files\ngroup: files\nhosts: files dns\n"
 	}
+	passwd, group := "root:x:0:0:root:/workspace:/bin/sh\n", "root:x:0:\n"
+	if uid == 0 {
+		passwd = "root:x:0:" + strconv.Itoa(gid) + ":root:/workspace:/bin/sh\n"
+	} else {
+		passwd += "sandbox:x:" + strconv.Itoa(uid) + ":" + strconv.Itoa(gid) + ":sandbox:/workspace:/bin/sh\n"
+	}
+	if gid != 0 {
+		group += "sandbox:x:" + strconv.Itoa(gid) + ":\n"
+	}
 	files := [][2]string{
-		{"passwd", "root:x:0:0:root:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"},
-		{"group", "root:x:0:\nnogroup:x:65534:\n"},
+		{"passwd", passwd + "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"},
+		{"group", group + "nogroup:x:65534:\n"},
 		{"hosts", hosts},
 		{"hostname", host + "\n"},
 		{"nsswitch.conf", nss},
@@ -271,7 +302,7 @@ func (p Plan) Validate() error {
 			if op.Source == "" {
 				return fmt.Errorf("rootfs: op %d: symlink %s has no target", i, op.Target)
 			}
-		case KindTmpfs, KindProc, KindCover, KindMask, KindDir, KindFile:
+		case KindTmpfs, KindProc, KindDevpts, KindCover, KindMask, KindDir, KindFile:
 		default:
 			return fmt.Errorf("rootfs: op %d: unknown kind %q", i, op.Kind)
 		}

@@ -16,10 +16,12 @@
 // It is a parent that does nothing but wait: it never reads or runs what
 // the sandbox does, and once the init is cloned it holds none of its fds.
 //
-//	airlock-spawn CLONEFLAGS UID GID CGROUPFD REPORTFD INIT ARG0
+//	airlock-spawn CLONEFLAGS UID GID INUID INGID CGROUPFD REPORTFD INIT ARG0
 //
 // CLONEFLAGS: the namespaces (decimal); UID and GID: the host ids the
-// sandbox's root maps to (one id each, as Go's UidMappings would write);
+// sandbox's ids INUID and INGID map to (one id each, as Go's UidMappings
+// would write; the init takes them, with every capability as ambient
+// ones when INUID is not 0, as Go's AmbientCaps would);
 // CGROUPFD: a cgroup v2 directory the init is born in (CLONE_INTO_CGROUP),
 // or -1; REPORTFD: a unix socket on which the helper reports, once, that
 // the init was exec'd (its pid, and a pidfd as SCM_RIGHTS), or the step
@@ -37,11 +39,16 @@
 //     exits), one that dies after kills the init;
 //   - the init is pid 1 of its pid namespace: its death kills the rest.
 //
+// Run as "airlock-reaper" it is instead the sandbox's pid 1 (see reaper
+// below and nsjail/reaper_linux.go).
+//
 // Built by scripts/build with gcc -static -nostdlib (no C runtime: a
 // static glibc's start-up costs more than this whole helper's work).
 // x86_64 and aarch64; elsewhere the supervisor forks as before.
 
+#include <asm/ioctls.h>
 #include <asm/unistd.h>
+#include <linux/capability.h>
 #include <linux/fcntl.h>
 #include <linux/prctl.h>
 #include <linux/resource.h>
@@ -172,15 +179,15 @@ static void __attribute__((noreturn)) fail(int step, long err) {
 	quit(126);
 }
 
-// writeProc writes "0 ID 1\n" (or text) to /proc/PID/name.
-static long writeProc(int pid, const char *name, const char *text, long id) {
+// writeProc writes "IN ID 1\n" (or text) to /proc/PID/name.
+static long writeProc(int pid, const char *name, const char *text, long in, long id) {
 	char path[64], buf[32], *p = path, *b = buf;
 	p = put(put(putnum(put(p, "/proc/"), pid), "/"), name);
 	*p = 0;
 	if (text)
 		b = put(b, text);
 	else
-		b = put(putnum(put(b, "0 "), id), " 1\n");
+		b = put(putnum(put(putnum(b, in), " "), id), " 1\n");
 	long fd = SYS(__NR_openat, -100 /* AT_FDCWD */, path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return fd;
@@ -199,9 +206,29 @@ static long readByte(int fd) {
 	return r;
 }
 
-// child runs in the new namespaces: it waits for its uid map, becomes the
+// child runs in the new namespaces: it waits for its uid map, takes the
 // namespace's root, and execs the init. A failure goes to errp as
 // {step, errno} (the exec closes errp on success: O_CLOEXEC).
+// ambient raises every capability the kernel knows as an ambient one,
+// which an exec keeps for a uid that is not 0 (Go's AmbientCaps does the
+// same): they must be inheritable first.
+static long ambient(void) {
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+	long r;
+	if ((r = SYS(__NR_capget, &h, d, 0)) < 0)
+		return r;
+	d[0].inheritable = d[0].permitted, d[1].inheritable = d[1].permitted;
+	if ((r = SYS(__NR_capset, &h, d, 0)) < 0)
+		return r;
+	for (long c = 0; c < 64; c++)
+		if ((r = sys6(__NR_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0, 0)) < 0)
+			return c > 0 && r == -22 /* EINVAL: past the last one */ ? 0 : r;
+	return 0;
+}
+
+static long inuid, ingid;
+
 static void __attribute__((noreturn)) child(int syncr, int errp, const char *init, char **argv, char **envp) {
 	long r;
 	int step = STEP_CREDENTIALS;
@@ -210,9 +237,10 @@ static void __attribute__((noreturn)) child(int syncr, int errp, const char *ini
 	if (readByte(syncr) != 1)
 		quit(125); // the helper failed (it reports) or died (so do we)
 	// A session of its own (no controlling tty, so no TIOCSTI into the
-	// caller's terminal); then root of the namespace, or the exec drops
-	// every capability (an unmapped uid is not root).
-	if ((r = SYS(__NR_setsid, 0, 0, 0)) < 0 || (r = SYS(__NR_setresgid, 0, 0, 0)) < 0 || (r = SYS(__NR_setresuid, 0, 0, 0)) < 0)
+	// caller's terminal); then the mapped ids (an unmapped uid has no
+	// capability after the exec), keeping every capability through it.
+	if ((r = SYS(__NR_setsid, 0, 0, 0)) < 0 || (r = SYS(__NR_setresgid, ingid, ingid, ingid)) < 0 ||
+	    (r = SYS(__NR_setresuid, inuid, inuid, inuid)) < 0 || (inuid != 0 && (r = ambient()) < 0))
 		goto out;
 	// 2. Death with the helper: only after the uid change, which clears
 	// it. getppid cannot tell whether the helper died before (in a new
@@ -237,17 +265,148 @@ struct clone_args3 {
 	__u64 flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup;
 };
 
+// The reaper: argv {"airlock-reaper", STATUSFD, TTY, PATH, ARG0, ARGS...}, the
+// program's environment. The sandbox's init execs it (through the fd the
+// supervisor gave it) as the sandbox's pid 1, with the program's filter,
+// limits and working directory in force, no capability and no_new_privs;
+// it starts the program PATH as its child (with stdin, a pty of its own,
+// as its controlling terminal when TTY is 1), so the program is no pid 1,
+// whose default-action signals the kernel drops, and behaves as bare.
+// It arrives with the forwarded signals and SIGCHLD blocked (the init
+// blocked them: one sent during the exec waits), and takes them with
+// sigtimedwait: no handlers. It forwards each signal to the program's
+// process group (the program leads a session of its own), reaps every
+// process that ends, and reports on STATUSFD in the init's status form
+// (nsjail/wire.go, version 5): {started} once the program was exec'd, or
+// {stage "exec", errno} if it could not be; {ended, wait status} when it
+// ends, and then exits. Single-threaded, about ten KiB resident.
+
+// forwardedSigs: SIGHUP INT QUIT USR1 USR2 ALRM TERM CONT TSTP TTIN TTOU
+// WINCH (nsjail/reaper_linux.go names the same).
+#define BIT(s) (1UL << ((s) - 1))
+static const unsigned long forwardedSigs = BIT(1) | BIT(2) | BIT(3) | BIT(10) | BIT(12) | BIT(14) | BIT(15) |
+	BIT(18) | BIT(20) | BIT(21) | BIT(22) | BIT(28);
+
+static unsigned char *uvarint(unsigned char *p, unsigned long v) {
+	for (; v >= 0x80; v >>= 7)
+		*p++ = (unsigned char)(v | 0x80);
+	*p++ = (unsigned char)v;
+	return p;
+}
+
+static unsigned char *wstr(unsigned char *p, const char *s, unsigned long max) {
+	unsigned long n = 0;
+	while (s[n] && n < max)
+		n++;
+	p = uvarint(p, n);
+	for (unsigned long i = 0; i < n; i++)
+		*p++ = (unsigned char)s[i];
+	return p;
+}
+
+// status sends one init status message: started, or ended with the wait
+// status ws, or a failed stage with its errno (a negative return value)
+// and what (the message).
+static void status(int fd, int started, int ended, unsigned ws, const char *stage, long err, const char *what) {
+	unsigned char m[4200], *p = m;
+	*p++ = 5;                                    // wireVersion
+	*p++ = 0, *p++ = 0, *p++ = 0;                // ready, prepared, listener
+	*p++ = (unsigned char)started, *p++ = (unsigned char)ended;
+	p = uvarint(p, ws);
+	p = wstr(p, stage, 16);
+	p = uvarint(p, (unsigned long)(-err) << 1);  // errno, a zigzag varint
+	p = wstr(p, what, 4096);
+	*p++ = 0;                                    // no marks
+	*p++ = 0;                                    // egress: no listener
+	// Retried, as the init retries its reports: a lost one would make
+	// our exit look like the program's. Only a supervisor that is gone
+	// (EPIPE for good) loses it, and then nobody waits for it.
+	for (int i = 0; i < 3; i++)
+		if (sys6(__NR_sendto, fd, (long)m, p - m, 0x4000 /* MSG_NOSIGNAL */, 0, 0) >= 0)
+			return;
+}
+
+static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp) {
+	long fd = num(argv[1]), tty = num(argv[2]);
+	if (argc < 5 || fd < 3 || fd > 65535 || tty < 0 || tty > 1)
+		quit(126);
+	int st = (int)fd;
+	unsigned long set = forwardedSigs | BIT(SIGCHLD), none = 0;
+	sys6(__NR_rt_sigprocmask, SIG_BLOCK, (long)&set, 0, sizeof set, 0, 0);
+	// Not dumpable: the program, our child with the same ids, can neither
+	// ptrace us nor reach our memory or fds through /proc/1.
+	long r = SYS(__NR_prctl, PR_SET_DUMPABLE, 0, 0);
+	int errp[2];
+	if (r < 0 || (r = SYS(__NR_fcntl, st, F_SETFD, FD_CLOEXEC)) < 0 || (r = SYS(__NR_pipe2, errp, O_CLOEXEC, 0)) < 0) {
+		status(st, 0, 0, 0, "reaper", r, "airlock-reaper setup");
+		quit(1);
+	}
+	long child = SYS(__NR_clone, SIGCHLD, 0, 0); // a fork
+	if (child == 0) {
+		// The program: a session of its own, with its terminal (a pty of
+		// its own, never the caller's: --tty) as its controlling one, no
+		// blocked signal.
+		SYS(__NR_setsid, 0, 0, 0);
+		if (tty && (r = SYS(__NR_ioctl, 0, TIOCSCTTY, 0)) < 0) {
+			SYS(__NR_write, errp[1], &r, sizeof r);
+			quit(127);
+		}
+		sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof none, 0, 0);
+		r = SYS(__NR_execve, argv[3], argv + 4, envp);
+		SYS(__NR_write, errp[1], &r, sizeof r);
+		quit(127);
+	}
+	SYS(__NR_close, errp[1], 0, 0);
+	if (child < 0) {
+		status(st, 0, 0, 0, "reaper", child, "fork");
+		quit(1);
+	}
+	// EOF: the program was exec'd (errp is close-on-exec); else why not.
+	long e = 0;
+	do
+		r = SYS(__NR_read, errp[0], &e, sizeof e);
+	while (r == -4 /* EINTR */);
+	SYS(__NR_close, errp[0], 0, 0);
+	if (r != 0) {
+		sys6(__NR_wait4, child, 0, __WALL, 0, 0, 0);
+		status(st, 0, 0, 0, "exec", r == sizeof e ? e : -5 /* EIO */, argv[3]);
+		quit(1);
+	}
+	status(st, 1, 0, 0, "", 0, "");
+	for (;;) {
+		int ws;
+		while ((r = sys6(__NR_wait4, -1, (long)&ws, WNOHANG | __WALL, 0, 0, 0)) > 0) {
+			if (r != child || (ws & 0x7f) == 0x7f)
+				continue; // an orphan, or a stop
+			status(st, 0, 1, (unsigned)ws, "", 0, ""); // lost only if the supervisor is gone
+			quit((ws & 0x7f) == 0 ? (ws >> 8) & 0xff : 128 + (ws & 0x7f));
+		}
+		r = sys6(__NR_rt_sigtimedwait, (long)&set, 0, 0, sizeof set, 0, 0);
+		if (r > 0 && r != SIGCHLD && SYS(__NR_kill, -child, r, 0) == -3 /* ESRCH */)
+			SYS(__NR_kill, child, r, 0);
+	}
+}
+
+static int equal(const char *a, const char *b) {
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
 void start(long *sp) {
 	int argc = (int)sp[0];
 	char **argv = (char **)(sp + 1), **envp = argv + argc + 1;
-	if (argc != 8)
+	if (argc >= 1 && equal(argv[0], "airlock-reaper"))
+		reaper(argc, argv, envp);
+	if (argc != 10)
 		quit(126); // no report fd to speak on: the supervisor sees the exit
-	long flags = num(argv[1]), uid = num(argv[2]), gid = num(argv[3]), cgfd = num(argv[4]);
-	long rfd = num(argv[5]);
+	long flags = num(argv[1]), uid = num(argv[2]), gid = num(argv[3]), cgfd = num(argv[6]);
+	long rfd = num(argv[7]);
+	inuid = num(argv[4]), ingid = num(argv[5]);
 	if (rfd < 3 || rfd > 65535)
 		quit(126);
 	reportfd = (int)rfd;
-	if (flags <= 0 || uid < 0 || gid < 0 || cgfd < -1 || cgfd > 65535 || (flags & ~(long)(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)) != 0)
+	if (flags <= 0 || uid < 0 || gid < 0 || inuid < 0 || ingid < 0 || inuid > 65533 || ingid > 65533 || cgfd < -1 || cgfd > 65535 || (flags & ~(long)(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)) != 0)
 		fail(STEP_ARGS, -22 /* EINVAL */);
 	// Neither the report socket nor the cgroup directory reaches the init,
 	// nor any fd past them: one the supervisor's own caller leaked to it
@@ -289,7 +448,7 @@ void start(long *sp) {
 	if (pid == 0) {
 		SYS(__NR_close, syncp[1], 0, 0);
 		SYS(__NR_close, errp[0], 0, 0);
-		child(syncp[0], errp[1], argv[6], argv + 7, envp);
+		child(syncp[0], errp[1], argv[8], argv + 9, envp);
 	}
 	// The helper keeps nothing of the sandbox: not its stdio, channels or
 	// tasks files (the init has its own copies; a pipe whose reader died
@@ -306,11 +465,11 @@ void start(long *sp) {
 	// the one host id (setgroups denied first, as an unprivileged writer
 	// must and as Go does).
 	int step = STEP_UID_MAP;
-	if ((r = writeProc(pid, "uid_map", 0, uid)) == 0) {
+	if ((r = writeProc(pid, "uid_map", 0, inuid, uid)) == 0) {
 		step = STEP_SETGROUPS;
-		if ((r = writeProc(pid, "setgroups", "deny", 0)) == 0) {
+		if ((r = writeProc(pid, "setgroups", "deny", 0, 0)) == 0) {
 			step = STEP_GID_MAP;
-			r = writeProc(pid, "gid_map", 0, gid);
+			r = writeProc(pid, "gid_map", 0, ingid, gid);
 		}
 	}
 	if (r < 0) {

@@ -71,7 +71,7 @@ func execCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return o.fail(err)
 	}
 	req := executor.Request{Language: strings.ToLower(*lang), Code: src, Argv: rest, Policy: p, Stdin: programStdin}
-	return runRequest(req, o, f.given("max-output"))
+	return f.run(req, o)
 }
 
 // langError names the flag in the executor's refusals: --lang for a

@@ -90,8 +90,8 @@ func (r *sandboxReport) confined(hostUID string, mounts int) error {
 	if ns := strings.Fields(r.Status["NSpid"]); len(ns) == 0 || ns[len(ns)-1] != "1" {
 		bad = append(bad, fmt.Sprintf("NSpid %q (want pid 1 of a namespace of its own)", r.Status["NSpid"]))
 	}
-	if !slices.Equal(r.UIDMap, []string{"0", hostUID, "1"}) || hostUID == "0" {
-		bad = append(bad, fmt.Sprintf("uid_map %v (want 0 %s 1)", r.UIDMap, hostUID))
+	if !slices.Equal(r.UIDMap, []string{"1000", hostUID, "1"}) || hostUID == "0" {
+		bad = append(bad, fmt.Sprintf("uid_map %v (want 1000 %s 1)", r.UIDMap, hostUID))
 	}
 	if r.Root != "EROFS" {
 		bad = append(bad, "writing / gave "+r.Root+" (want EROFS)")
@@ -224,7 +224,7 @@ var faults = []fault{
 	// forked) beat to the same per-thread ordinal in some modes: then they
 	// are skipped as not injectable, and nsjail TestSendToDeadInit covers
 	// both without strace.
-	{name: "write/spec", inj: []inject{errInj("write", "EPIPE", `\4\7airlock\1`)}, stage: "send spec"},
+	{name: "write/spec", inj: []inject{errInj("write", "EPIPE", `\5\7airlock\1`)}, stage: "send spec"},
 	{name: "write/program", inj: []inject{errInj("write", "EPIPE", `\7python3\2-I`)}, stage: "send program"},
 	// The init: the jail (initConfig).
 	{name: "read/spec", inj: []inject{errInj("read", "EIO", "(3<pipe:")}, stage: "read spec"},
@@ -259,8 +259,8 @@ var faults = []fault{
 	{name: "ioctl/lo-get", inj: []inject{errInj("ioctl", "ENODEV", "SIOCGIFFLAGS")}, stage: "loopback up"},
 	{name: "ioctl/lo-up", inj: []inject{errInj("ioctl", "EPERM", "SIOCSIFFLAGS")}, stage: "loopback up"},
 	// The program part (programConfig), once placed in the cgroup.
-	{name: "write/prepared", inj: []inject{errInj("write", "EPIPE", `"\4\0\1\0\0\0\0`)}, stage: "report prepared"},
-	{name: "read/program", inj: []inject{{syscall: "read", errno: "EIO", match: "(3<pipe:", after: `"\4\0\1\0\0\0\0`}}, stage: "read program"},
+	{name: "write/prepared", inj: []inject{errInj("write", "EPIPE", `"\5\0\1\0\0\0\0`)}, stage: "report prepared"},
+	{name: "read/program", inj: []inject{{syscall: "read", errno: "EIO", match: "(3<pipe:", after: `"\5\0\1\0\0\0\0`}}, stage: "read program"},
 	{name: "unshare/cgroupns", inj: []inject{errInj("unshare", "EPERM", "CLONE_NEWCGROUP")}, stage: "unshare cgroup"},
 	{name: "prlimit64/nofile", inj: []inject{errInj("prlimit64", "EPERM", "RLIMIT_NOFILE, {rlim_cur=1024")}, stage: "setrlimit"},
 	{name: "prlimit64/fsize", inj: []inject{errInj("prlimit64", "EINVAL", "RLIMIT_FSIZE, {")}, stage: "setrlimit"},
@@ -277,7 +277,7 @@ var faults = []fault{
 	{name: "prctl/bset-drop-einval", inj: []inject{errInj("prctl", "EINVAL", "PR_CAPBSET_DROP, CAP_CHOWN")}, stage: "drop capabilities"},
 	{name: "prctl/ambient", inj: []inject{errInj("prctl", "EPERM", "PR_CAP_AMBIENT_CLEAR_ALL")}, stage: "drop capabilities: clear ambient"},
 	{name: "prctl/securebits", inj: []inject{errInj("prctl", "EPERM", "PR_SET_SECUREBITS")}, stage: "drop capabilities: securebits"},
-	{name: "capset", inj: []inject{errInj("capset", "EPERM", "")}, stage: "drop capabilities: capset"},
+	{name: "capset", inj: []inject{errInj("capset", "EPERM", "effective=0, permitted=0")}, stage: "drop capabilities: capset"},
 	{name: "prctl/no_new_privs", inj: []inject{errInj("prctl", "EINVAL", "PR_SET_NO_NEW_PRIVS")}, stage: "no_new_privs"},
 	// Landlock's second layer (issue 21): a rule, the restriction. (Its
 	// landlock_create_ruleset is the same ordinal as the supervisor's
@@ -285,7 +285,7 @@ var faults = []fault{
 	{name: "landlock/add-rule", inj: []inject{errInj("landlock_add_rule", "EINVAL", "")}, stage: "landlock"},
 	{name: "landlock/restrict", inj: []inject{errInj("landlock_restrict_self", "EPERM", "")}, stage: "landlock"},
 	// The ready report, with the seccomp listener (one sendmsg).
-	{name: "sendmsg/ready", inj: []inject{errInj("sendmsg", "EPIPE", `"\4\1\0\1\0\0\0`)}, stage: "report ready"},
+	{name: "sendmsg/ready", inj: []inject{errInj("sendmsg", "EPIPE", `"\5\1\0\1\0\0\0`)}, stage: "report ready"},
 	// The CLI's own probe for user notification may be the same ordinal
 	// on its thread: then the filter kills without naming; still a filter.
 	{name: "seccomp/load", inj: []inject{seccompLoad("EPERM")}, stage: "seccomp"},

@@ -140,7 +140,7 @@ func TestPostureDefault(t *testing.T) {
 	if testutil.Rootless() {
 		hostUID = os.Getuid()
 	}
-	if want := []string{"0 " + strconv.Itoa(hostUID) + " 1"}; !slices.Equal(r.UIDMap, want) || r.Setgroups != "deny" {
+	if want := []string{"1000 " + strconv.Itoa(hostUID) + " 1"}; !slices.Equal(r.UIDMap, want) || r.Setgroups != "deny" {
 		t.Errorf("uid_map %q, setgroups %q, want %q and deny", r.UIDMap, r.Setgroups, want)
 	}
 	if l := rlimit(r, "nofile"); l.Soft != 1024 || l.Hard != 1024 {

@@ -36,7 +36,8 @@ type runFlags struct {
 	policyFile, preset, timeout, cpuTime, memory, maxOutput, killGrace string
 	workspace, chdir, backend, pids, cpus                              string
 	roBinds, binds, tmpfs, setenv, envPass, net                        listFlag
-	json, bestEffort, verbose                                          bool
+	json, bestEffort, verbose, tty                                     bool
+	uid, gid                                                           optID // tty.go
 
 	fs *flag.FlagSet // the set they were registered in: which were given
 }
@@ -64,6 +65,9 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "capture output and print one JSON result, whatever happens")
 	fs.BoolVar(&f.bestEffort, "best-effort", false, "run even if some limits cannot be enforced (reported)")
 	fs.BoolVar(&f.verbose, "verbose", false, "also print each connection --net allow refused on stderr")
+	fs.Var(&f.uid, "uid", "the program's uid `N` inside (default 1000, \"sandbox\"; 0 looks like root)")
+	fs.Var(&f.gid, "gid", "the program's gid `N` inside (default 1000)")
+	fs.BoolVar(&f.tty, "tty", false, "give the program a pty of its own, relayed to this terminal (interactive shells, REPLs)")
 }
 
 // given reports whether the flag was on the command line.
@@ -152,6 +156,8 @@ func (f *runFlags) policy() (policy.Policy, error) {
 		p.Chdir = f.chdir
 	}
 	p.BestEffort = p.BestEffort || f.bestEffort
+	f.uid.apply(&p.UID)
+	f.gid.apply(&p.GID)
 	for _, b := range []struct {
 		name string
 		list listFlag
@@ -568,7 +574,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return o.fail(err)
 	}
-	return runRequest(executor.Request{Args: fs.Args(), Policy: p, Stdin: stdin}, o, f.given("max-output"))
+	return f.run(executor.Request{Args: fs.Args(), Policy: p, Stdin: stdin}, o)
 }
 
 // warnWeakened prints one line for each way p is weaker than the default

@@ -227,7 +227,8 @@ func sandbox(t *testing.T) *executor.Executor {
 	t.Helper()
 	s := &sandboxes
 	s.once.Do(func() {
-		s.ex, s.err = executor.New(executor.Config{WorkDir: workDir})
+		// The CLI's sandbox: pid 1 is the reaper (the spawn helper).
+		s.ex, s.err = executor.New(executor.Config{WorkDir: workDir, SpawnPath: testutil.RequireReaper(t)})
 		if s.err != nil {
 			return
 		}

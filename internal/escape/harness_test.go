@@ -52,7 +52,8 @@ type suite struct {
 
 func newSuite(t *testing.T) *suite {
 	t.Helper()
-	ex, err := executor.New(executor.Config{})
+	// The CLI's sandbox: pid 1 is the reaper (the spawn helper).
+	ex, err := executor.New(executor.Config{SpawnPath: testutil.RequireReaper(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,23 @@ func BinDir(t testing.TB) string {
 	return d
 }
 
+// SpawnPath returns the spawn helper scripts/build made (airlock-spawn in
+// BinDirEnv's directory), which is also the sandbox's reaper (pid 1, the
+// program its child: nsjail.Spec.SpawnPath), or "" without BinDirEnv.
+func SpawnPath() string {
+	if d := os.Getenv(BinDirEnv); d != "" {
+		return filepath.Join(d, "airlock-spawn")
+	}
+	return ""
+}
+
+// RequireReaper returns SpawnPath, or skips t without it (fails it under
+// RequireAllEnv).
+func RequireReaper(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(BinDir(t), "airlock-spawn")
+}
+
 // Cgroups reports whether this process can make per-run cgroups, and
 // checks that the answer is the expected one for this host: as root or
 // in a delegated cgroup, yes (else t fails under RequireAllEnv); rootless
@@ -106,7 +123,8 @@ func RequireRoot(t testing.TB) {
 func Rootless() bool { return os.Getuid() != 0 }
 
 // Run runs args in a sandbox under the default policy, changed by mod,
-// with output captured, and fails t if there is no trusted outcome.
+// with output captured, and fails t if there is no trusted outcome. With
+// BinDirEnv, pid 1 is the reaper (SpawnPath).
 func Run(t testing.TB, args []string, mod func(*policy.Policy)) *nsjail.Result {
 	t.Helper()
 	res, err := RunErr(t, args, mod)
@@ -125,7 +143,7 @@ func RunErr(t testing.TB, args []string, mod func(*policy.Policy)) (*nsjail.Resu
 	if mod != nil {
 		mod(&p)
 	}
-	ex, err := executor.New(executor.Config{})
+	ex, err := executor.New(executor.Config{SpawnPath: SpawnPath()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,11 +167,14 @@ func Sh(t testing.TB, script string, mod func(*policy.Policy)) string {
 }
 
 // HostProcsWith returns the host pids whose command line contains every
-// one of words as whole arguments.
+// one of words as whole arguments. A sandbox's reaper, whose command line
+// holds its program's, is not counted: it is pid 1 of the program's pid
+// namespace, and lives no longer than the program it reaps.
 func HostProcsWith(words ...string) []int {
 	return procsWhere(func(dir string) bool {
 		b, err := os.ReadFile(dir + "/cmdline")
-		return err == nil && containsAll(strings.Split(string(b), "\x00"), words)
+		args := strings.Split(string(b), "\x00")
+		return err == nil && args[0] != "airlock-reaper" && containsAll(args, words)
 	})
 }
 

@@ -20,6 +20,7 @@ for pid in pids():
         r["fds"] = ename(e.errno)
     procs[str(pid)] = r
 OUT["procs"] = procs
+OUT["self"] = os.getpid()
 child.kill()
 child.wait()
 done()

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/policy"
+	"golang.org/x/sys/unix"
+)
+
+// optID is an optional inside id flag (--uid, --gid): unset keeps the
+// policy's value, 0 included when set.
+type optID struct {
+	v   int
+	set bool
+}
+
+func (o *optID) String() string {
+	if !o.set {
+		return ""
+	}
+	return strconv.Itoa(o.v)
+}
+
+func (o *optID) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a number", s) // its range is the policy's to check
+	}
+	o.v, o.set = v, true
+	return nil
+}
+
+// apply sets *dst to the flag's value, if it was given.
+func (o *optID) apply(dst **int) {
+	if o.set {
+		v := o.v
+		*dst = &v
+	}
+}
+
+// run runs req (runRequest), with a pty of its own for --tty.
+func (f *runFlags) run(req executor.Request, o *reporter) int {
+	if !f.tty {
+		return runRequest(req, o, f.given("max-output"))
+	}
+	if f.json {
+		return o.fail(policy.Invalid("--tty", "cannot be combined with --json: a terminal's output is relayed, not captured"))
+	}
+	done, err := withTTY(&req, req.Stdin, o.stdout)
+	if err != nil {
+		return o.fail(err)
+	}
+	defer done()
+	return runRequest(req, o, false)
+}
+
+// withTTY gives req a pty of its own (--tty), as docker run -t does: the
+// program's stdin, stdout and stderr are its slave, the sandbox's reaper
+// makes it the program's controlling terminal, and the master is relayed
+// to the caller's stdin and stdout. The caller's terminal itself never
+// reaches the sandbox (TIOCSTI and the like act on the pty). When stdin
+// is a terminal it is put in raw mode for the run, and its size is the
+// pty's, SIGWINCH included. The returned function, called once the run
+// ended, drains the output and restores the terminal.
+func withTTY(req *executor.Request, stdin io.Reader, stdout io.Writer) (func(), error) {
+	master, slave, err := openPTY()
+	if err != nil {
+		return nil, policy.Invalid("--tty", "no pty for the program: %v", err)
+	}
+	in, _ := stdin.(*os.File)
+	var restore func()
+	if in != nil {
+		restore = rawMode(int(in.Fd()), int(master.Fd()))
+	}
+	req.TTY, req.Stdin = slave, nil
+	if stdin != nil {
+		go io.Copy(master, stdin) // ends with the caller's stdin, or at exit
+	}
+	out := make(chan struct{})
+	go func() {
+		io.Copy(stdout, master) // EIO once no slave is open: the end
+		close(out)
+	}()
+	return func() {
+		// The sandbox is gone and with it its copies of the slave: once
+		// ours is closed the master reads what is left, then EIO.
+		slave.Close()
+		select {
+		case <-out:
+		case <-time.After(2 * time.Second): // a slave leaked elsewhere
+		}
+		if restore != nil {
+			restore()
+		}
+		master.Close()
+	}, nil
+}
+
+// openPTY opens a new pty of the host's devpts: its master, and its
+// slave (no controlling terminal of ours).
+func openPTY() (master, slave *os.File, err error) {
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	fd, _, errno := unix.Syscall(unix.SYS_IOCTL, m.Fd(), unix.TIOCGPTPEER, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC)
+	if errno != 0 {
+		m.Close()
+		return nil, nil, errno
+	}
+	return m, os.NewFile(fd, "pty"), nil
+}
+
+// rawMode puts the terminal fd in raw mode (if it is one), copies its
+// size to the pty master and follows its changes (SIGWINCH); it returns
+// what undoes that, or nil when fd is no terminal.
+func rawMode(fd, master int) func() {
+	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return nil
+	}
+	raw := *old
+	raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+	raw.Oflag &^= unix.OPOST
+	raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+	raw.Cflag = raw.Cflag&^(unix.CSIZE|unix.PARENB) | unix.CS8
+	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
+	resize := func() {
+		if ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err == nil {
+			unix.IoctlSetWinsize(master, unix.TIOCSWINSZ, ws) // the pty signals its foreground group
+		}
+	}
+	resize()
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, unix.SIGWINCH)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-winch:
+				resize()
+			case <-done:
+				return
+			}
+		}
+	}()
+	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &raw); err != nil && !errors.Is(err, unix.EINTR) {
+		old = nil
+	}
+	return func() {
+		signal.Stop(winch)
+		close(done)
+		if old != nil {
+			unix.IoctlSetTermios(fd, unix.TCSETS, old)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package compat_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"golang.org/x/sys/unix"
+)
+
+// jobScript exercises bash's job control: a background job, stopped and
+// continued by signal, then killed; each step says what jobs shows.
+const jobScript = `sleep 30 & sleep 0.2; echo "mark 1 $(jobs)"; kill -STOP %1; sleep 0.2; echo "mark 2 $(jobs)"; ` +
+	`kill -CONT %1; sleep 0.2; echo "mark 3 $(jobs)"; kill %1; wait %1; echo "mark 4 status $?"; echo "mark 5 $(tty)"; exit 5`
+
+// The job-control step of the everyday tools: an interactive bash at a
+// terminal (a pty this test drives), bare and under airlock run --tty,
+// must report the same job states and exit the same.
+func TestJobControlTTY(t *testing.T) {
+	testutil.RequireUserNS(t)
+	testutil.RequireBinary(t, "bash")
+	cli := filepath.Join(testutil.BinDir(t), "airlock")
+	bare, bareCode := atTerminal(t, "bash", "--norc", "-i")
+	in, inCode := atTerminal(t, cli, "run", "--tty", "--", "bash", "--norc", "-i")
+	// The terminal's name differs by design: a pty of the host bare,
+	// /dev/console (the same pty, bound) inside.
+	in = strings.Replace(in, "mark 5 /dev/console", "mark 5 TTY", 1)
+	bare = regexp.MustCompile(`mark 5 /dev/pts/\d+`).ReplaceAllString(bare, "mark 5 TTY")
+	t.Logf("bare and inside:\n%s", bare)
+	if bare != in || bareCode != 5 || inCode != 5 {
+		t.Errorf("job control differs:\nbare (exit %d):\n%s\ninside (exit %d):\n%s", bareCode, bare, inCode, in)
+	}
+}
+
+// atTerminal runs argv on a new pty, types jobScript, and returns the
+// "mark" lines it printed and its exit code.
+func atTerminal(t *testing.T, argv ...string) (string, int) {
+	t.Helper()
+	master, slave, err := openPTY()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + cmd.Dir, "TERM=dumb", "LANG=C.UTF-8"}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	var out bytes.Buffer
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			out.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	master.Write([]byte(jobScript + "\n"))
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("%v did not end; output %q", argv, out.String())
+	}
+	<-read
+	var marks []string
+	for _, l := range strings.Split(strings.ReplaceAll(out.String(), "\r", ""), "\n") {
+		if strings.HasPrefix(l, "mark ") {
+			marks = append(marks, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	return strings.Join(marks, "\n"), cmd.ProcessState.ExitCode()
+}
+
+// openPTY opens a new pty: its master, and its slave.
+func openPTY() (master, slave *os.File, err error) {
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	fd, _, errno := unix.Syscall(unix.SYS_IOCTL, m.Fd(), unix.TIOCGPTPEER, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC)
+	if errno != 0 {
+		m.Close()
+		return nil, nil, errno
+	}
+	return m, os.NewFile(fd, "pty"), nil
+}

@@ -1,0 +1,65 @@
+//go:build linux
+
+package nsjail
+
+import (
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// The reaper. Without one the program is pid 1 of the sandbox's pid
+// namespace, and the kernel drops every signal whose action is the
+// default that reaches a pid 1 from inside its namespace (all but
+// SIGKILL and SIGSTOP from outside too): such a program survives its own
+// kill(getpid(), SIGTERM), and its abort() ends by SIGSEGV. With one, the
+// program is pid 1's child, behaves as it does bare, and its own wait
+// status is the result.
+//
+// The reaper is the spawn helper's binary run as "airlock-reaper"
+// (cmd/airlock-spawn; Spec.SpawnPath): static C without libc, one thread,
+// about ten KiB resident, and an exec of it costs a fraction of a Go
+// runtime's start. The supervisor opens it O_PATH and the init inherits
+// the fd (initConfig.Reaper). At its last step the init execs the reaper
+// where it would exec the program: from its confined thread, with the
+// program's filter loaded, its limits set and its working directory, so
+// the reaper holds no capability and has no_new_privs and the filter,
+// and the program it forks inherits all of it. (The init's other Go
+// threads, which still hold the jail's capabilities, end at the exec;
+// a Go init that stayed as pid 1 would keep them.) A program whose
+// sandbox has no reaper (no SpawnPath) is pid 1, as before; the result's
+// Enforced.Pid1 says which.
+//
+// The filter must allow what the reaper does after it: clone (a plain
+// fork), execve, wait4, kill, rt_sigtimedwait, prctl, pipe2 and a few
+// more. The default profile and every preset do.
+
+// forwardedSigs are what the reaper passes on to the program's process
+// group: what a caller (the supervisor, with kill(2) on the init's host
+// pid) or a terminal sends. spawn.c names the same. The init blocks them
+// (and SIGCHLD) before it execs the reaper: one sent meanwhile waits.
+var forwardedSigs = []unix.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGALRM,
+	unix.SIGTERM, unix.SIGCONT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU, unix.SIGWINCH, unix.SIGCHLD}
+
+// execReaper execs the reaper from reaperFD with the status socket; the
+// reaper starts the program argv0 (and reports "started", or why not).
+// It returns only on failure.
+func execReaper(argv0 string, prog *programConfig, reaperFD int) error {
+	var set unix.Sigset_t
+	for _, s := range forwardedSigs {
+		set.Val[(s-1)/64] |= 1 << ((uint(s) - 1) % 64)
+	}
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil); err != nil {
+		return stage("exec reaper", err)
+	}
+	if _, err := unix.FcntlInt(statusFD, unix.F_SETFD, 0); err != nil {
+		return stage("exec reaper", err)
+	}
+	// Through its fd's /proc link: the file is no path inside the root.
+	tty := "0"
+	if prog.TTY {
+		tty = "1"
+	}
+	argv := append([]string{"airlock-reaper", strconv.Itoa(statusFD), tty, argv0}, prog.Args...)
+	return stage("exec reaper", unix.Exec("/proc/self/fd/"+strconv.Itoa(reaperFD), argv, prog.Env))
+}

@@ -1,0 +1,171 @@
+package nsjail_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
+	"golang.org/x/sys/unix"
+)
+
+// signalTable: programs that end by a signal they raise on themselves,
+// or by an exit code. Inside, the reaper is pid 1 and the program its
+// child, so each ends as it does bare.
+var signalTable = map[string]string{
+	"self SIGTERM": `import os, signal; os.kill(os.getpid(), signal.SIGTERM); print("alive")`,
+	"self SIGKILL": `import os, signal; os.kill(os.getpid(), signal.SIGKILL); print("alive")`,
+	"abort":        `import os; os.abort()`,
+	"segfault":     `import ctypes; ctypes.string_at(0)`,
+	"self SIGINT":  `import os, signal; os.kill(os.getpid(), signal.SIGINT)`,
+	"exit 3":       `import sys; sys.exit(3)`,
+	"exit 0":       `print("done")`,
+	// An orphan left running: the program's end is the sandbox's.
+	"orphan": `import subprocess, sys; subprocess.Popen(["sleep", "100"], start_new_session=True); sys.exit(7)`,
+}
+
+// bareStatus runs code bare and returns its wait status.
+func bareStatus(t *testing.T, python, code string) syscall.WaitStatus {
+	t.Helper()
+	cmd := exec.Command(python, "-c", code)
+	cmd.Dir = t.TempDir()
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
+
+// sameAsBare fails t unless res reports what ws says.
+func sameAsBare(t *testing.T, res *nsjail.Result, ws syscall.WaitStatus) {
+	t.Helper()
+	switch {
+	case ws.Signaled():
+		if res.Status != nsjail.StatusSignaled || res.Signal != unix.SignalName(ws.Signal()) {
+			t.Errorf("inside: %s signal %q exit %d; bare: killed by %v", res.Status, res.Signal, res.ExitCode, ws.Signal())
+		}
+	case ws.ExitStatus() == 0:
+		if res.Status != nsjail.StatusOK || res.Signal != "" {
+			t.Errorf("inside: %s signal %q exit %d; bare: exit 0", res.Status, res.Signal, res.ExitCode)
+		}
+	default:
+		if res.Status != nsjail.StatusExited || res.ExitCode != ws.ExitStatus() || res.Signal != "" {
+			t.Errorf("inside: %s signal %q exit %d; bare: exit %d", res.Status, res.Signal, res.ExitCode, ws.ExitStatus())
+		}
+	}
+}
+
+// The signal table: each case's result inside is bare's wait status, on
+// a cold sandbox and on a warm pool's.
+func TestReaperSignalTable(t *testing.T) {
+	testutil.RequireUserNS(t)
+	python := testutil.RequireBinary(t, "python3")
+	reaper := testutil.RequireReaper(t)
+	pool, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t), SpawnPath: reaper,
+		Pool: executor.PoolConfig{Size: 1, Policy: policy.Default()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	for name, code := range signalTable {
+		t.Run(name, func(t *testing.T) {
+			ws := bareStatus(t, python, code)
+			sameAsBare(t, testutil.Run(t, []string{python, "-c", code}, nil), ws)
+			res, err := pool.Execute(t.Context(), executor.Request{Args: []string{python, "-c", code}, Policy: policy.Default()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameAsBare(t, &res.Result, ws)
+			if res.Stdout == "alive\n" {
+				t.Errorf("warm: the program survived its own signal")
+			}
+		})
+	}
+}
+
+// The program is pid 1's child and the leader of a session of its own;
+// pid 1 reaps the orphans reparented to it.
+func TestReaperTree(t *testing.T) {
+	testutil.RequireReaper(t)
+	out := testutil.Sh(t, `echo $PPID $$ $(cut -d' ' -f6 /proc/$$/stat); (sleep 0 &); sleep 0.2; grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l`, nil)
+	f := strings.Fields(out)
+	if len(f) != 4 || f[0] != "1" || f[1] != f[2] {
+		t.Errorf("want the program a child of pid 1, leader of its own session (ppid pid sid): %q", out)
+	}
+	if len(f) == 4 && f[3] != "0" {
+		t.Errorf("%s zombies left unreaped: %q", f[3], out)
+	}
+}
+
+// A signal delivered to the init's host pid (what a caller's forwarding
+// does) reaches the program's process group: a trap runs, then the
+// program exits with its own code.
+func TestReaperForwardsSignals(t *testing.T) {
+	testutil.RequireUserNS(t)
+	ex, err := executor.New(executor.Config{SpawnPath: testutil.RequireReaper(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c",
+		`trap 'echo got TERM; exit 9' TERM; echo up >&2; while :; do sleep 0.05; done`}, Policy: policy.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := make(chan struct{})
+	var once sync.Once
+	spec.Stderr = writerFunc(func(b []byte) (int, error) { once.Do(func() { close(up) }); return len(b), nil })
+	sb, err := nsjail.Start(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-up:
+	case <-time.After(time.Minute):
+		t.Fatal("the program did not start")
+	}
+	if err := unix.Kill(sb.Pid(), unix.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	res, err := sb.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != nsjail.StatusExited || res.ExitCode != 9 || res.Stdout != "got TERM\n" {
+		t.Errorf("after SIGTERM to pid 1: %s exit %d, stdout %q; want the trap's exit 9", res.Status, res.ExitCode, res.Stdout)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// A program the reaper cannot exec is a setup failure of stage "exec"
+// with its errno, as without a reaper: never a result of the program.
+func TestReaperExecFailure(t *testing.T) {
+	testutil.RequireUserNS(t)
+	dir := testutil.WorldReadableDir(t)
+	if err := os.WriteFile(filepath.Join(dir, "bad"), []byte("#!/no/such/interpreter\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := executor.New(executor.Config{SpawnPath: testutil.RequireReaper(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := policy.Default()
+	p.Mounts = []policy.Mount{{Type: policy.MountROBind, Source: dir, Target: "/opt/t"}}
+	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/opt/t/bad"}, Policy: p})
+	var se *policy.SetupError
+	if !errors.As(err, &se) || se.Stage != "exec" || !errors.Is(err, unix.ENOENT) {
+		t.Fatalf("got %v (%#v), want a setup error of stage exec, ENOENT", err, res)
+	}
+}
