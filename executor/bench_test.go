@@ -47,12 +47,24 @@ func BenchmarkExecute(b *testing.B) {
 	defer cold.Close()
 	// The same cold start without Landlock's second layer (as on a host
 	// without it), measured in the same loop, in alternating order.
-	plain, err := executor.New(executor.Config{WorkDir: work, InitPath: os.Getenv("AIRLOCK_BENCH_INIT"), SpawnPath: os.Getenv("AIRLOCK_BENCH_SPAWN")})
+	// (Each logs its phases as cold does, to a log of its own: the same work.)
+	plain, err := executor.New(executor.Config{WorkDir: work, Logger: slog.New(&phaseLog{}), InitPath: os.Getenv("AIRLOCK_BENCH_INIT"),
+		SpawnPath: os.Getenv("AIRLOCK_BENCH_SPAWN")})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer plain.Close()
 	executor.SimulateLandlock(plain, 0)
+	// And without the reaper (the program pid 1), with a spawn helper.
+	var noReaper *executor.Executor
+	if os.Getenv("AIRLOCK_BENCH_SPAWN") != "" {
+		if noReaper, err = executor.New(executor.Config{WorkDir: work, Logger: slog.New(&phaseLog{}), InitPath: os.Getenv("AIRLOCK_BENCH_INIT"),
+			SpawnPath: os.Getenv("AIRLOCK_BENCH_SPAWN")}); err != nil {
+			b.Fatal(err)
+		}
+		defer noReaper.Close()
+		executor.SimulateNoReaper(noReaper)
+	}
 	const size = 2
 	warmPhases := &phaseLog{}
 	warm, err := executor.New(executor.Config{WorkDir: work, Logger: slog.New(warmPhases), Pool: executor.PoolConfig{Size: size, Policy: pol}})
@@ -70,7 +82,7 @@ func BenchmarkExecute(b *testing.B) {
 		}
 		return d
 	}
-	var bare, coldT, plainT, warmT []time.Duration
+	var bare, coldT, plainT, noReaperT, warmT []time.Duration
 	b.ResetTimer()
 	full := func() {
 		if !testutil.WaitFor(time.Minute, func() bool { return warm.PoolStats().Ready == size }) {
@@ -86,12 +98,16 @@ func BenchmarkExecute(b *testing.B) {
 			b.Fatal(err)
 		}
 		bare = append(bare, time.Since(t0))
-		if i%2 == 0 {
-			coldT = append(coldT, run(cold))
-			plainT = append(plainT, run(plain))
-		} else {
-			plainT = append(plainT, run(plain))
-			coldT = append(coldT, run(cold))
+		// The cold rows in turn, each first as often as the others.
+		rows := []func(){
+			func() { coldT = append(coldT, run(cold)) },
+			func() { plainT = append(plainT, run(plain)) },
+		}
+		if noReaper != nil {
+			rows = append(rows, func() { noReaperT = append(noReaperT, run(noReaper)) })
+		}
+		for j := range rows {
+			rows[(i+j)%len(rows)]()
 		}
 		full()
 		before := warm.PoolStats().Warm
@@ -114,6 +130,11 @@ func BenchmarkExecute(b *testing.B) {
 		mp := med(plainT)
 		b.ReportMetric(mp, "cold-nolandlock-ms")
 		b.ReportMetric(mc-mp, "landlock-ms")
+	}
+	if noReaper != nil {
+		mn := med(noReaperT)
+		b.ReportMetric(mn, "cold-noreaper-ms")
+		b.ReportMetric(mc-mn, "reaper-ms")
 	}
 	b.ReportMetric(mw-mb, "warm-overhead-ms")
 	// Where a cold start's milliseconds go: the median time from the

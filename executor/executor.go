@@ -103,9 +103,10 @@ type Config struct {
 // cache of compiled seccomp filters) and is safe for concurrent use by
 // many goroutines.
 type Executor struct {
-	cfg    Config
-	notify bool   // kill rules name their syscall (user notification)
-	self   string // identity of this binary, for the on-disk cache
+	cfg      Config
+	notify   bool   // kill rules name their syscall (user notification)
+	self     string // identity of this binary, for the on-disk cache
+	noReaper bool   // the program is pid 1 even with a SpawnPath (tests' A/B only)
 
 	// host is what this host can enforce for this Executor: the probe,
 	// with the cgroup check replaced by the outcome of setting up its
@@ -622,6 +623,7 @@ func (e *Executor) baseSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, li
 		OutputLimit:  int64(p.MaxOutput),
 		InitPath:     e.cfg.InitPath,
 		SpawnPath:    e.cfg.SpawnPath,
+		NoReaper:     e.noReaper,
 		Logger:       e.cfg.Logger,
 	}
 }

@@ -32,3 +32,7 @@ func SimulateLandlock(e *Executor, abi int) {
 		e.host.Set(cap)
 	}
 }
+
+// SimulateNoReaper makes e run the program as pid 1 even with a
+// SpawnPath (nsjail.Spec.NoReaper), for the reaper's A/B in the bench.
+func SimulateNoReaper(e *Executor) { e.noReaper = true }

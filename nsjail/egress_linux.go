@@ -51,8 +51,11 @@ func (s *Sandbox) keepEgressListener(fd int) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.egressSent = true
 	select {
 	case <-s.exited:
+		// A cold sandbox goes on to its program without waiting for us:
+		// it may have ended before we read this.
 		ln.Close()
 	default:
 		if s.egressLn != nil {
@@ -72,7 +75,7 @@ func (s *Sandbox) checkEgressListener() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.egressLn == nil {
+	if !s.egressSent {
 		return &policy.SetupError{Stage: "egress listener", Err: fmt.Errorf("the init reported prepared without the listener on 127.0.0.1:%d", s.spec.EgressPort)}
 	}
 	return nil

@@ -59,6 +59,7 @@ type Sandbox struct {
 	reaper      bool          // the init inherits the reaper (initConfig.Reaper)
 	cpuBase     time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
 	egressLn    net.Listener  // net allow: the init's listener, until served (under mu)
+	egressSent  bool          // the init sent it (under mu; egressLn may be gone already)
 
 	mu        sync.Mutex
 	reason    Status // why the supervisor killed it; "" = it did not
@@ -222,7 +223,7 @@ func (s *Sandbox) launch() (*initChannels, error) {
 	s.placed, s.joins = cgfd >= 0 || len(tasks) > 0, len(tasks)
 	// The reaper goes after the tasks files (reaper_linux.go).
 	inherit := func(tasks []*os.File) []*os.File { return tasks }
-	if s.spec.SpawnPath != "" && !s.spec.Process {
+	if s.spec.SpawnPath != "" && !s.spec.Process && !s.spec.NoReaper {
 		fd, err := unix.Open(s.spec.SpawnPath, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return nil, &policy.SetupError{Stage: "reaper", Err: fmt.Errorf("open %s: %w", s.spec.SpawnPath, err)}
@@ -664,7 +665,7 @@ func enforcedFor(spec *Spec) Enforced {
 		NoNewPrivs:   true,
 		Pid1:         "program",
 	}
-	if spec.SpawnPath != "" {
+	if spec.SpawnPath != "" && !spec.NoReaper {
 		e.Pid1 = "reaper"
 	}
 	if spec.HostNetwork {

@@ -120,7 +120,7 @@ func SameJail(a, b *Spec) bool {
 	return !a.Process && !b.Process && reflect.DeepEqual(a.Plan, b.Plan) && reflect.DeepEqual(a.Landlock, b.Landlock) && a.HostNetwork == b.HostNetwork && a.EgressPort == b.EgressPort &&
 		or(a.Hostname, "airlock") == or(b.Hostname, "airlock") && a.HostUID == b.HostUID && a.HostGID == b.HostGID &&
 		a.UID == b.UID && a.GID == b.GID &&
-		reflect.DeepEqual(a.CgroupLimits, b.CgroupLimits) && a.InitPath == b.InitPath && a.SpawnPath == b.SpawnPath
+		reflect.DeepEqual(a.CgroupLimits, b.CgroupLimits) && a.InitPath == b.InitPath && a.SpawnPath == b.SpawnPath && a.NoReaper == b.NoReaper
 }
 
 var errUsed = policy.Invalid("prepared sandbox", "already used or closed: a prepared sandbox runs one program")

@@ -114,6 +114,11 @@ type Spec struct {
 	// Also, with or without an InitPath, the sandbox's reaper: its pid 1,
 	// the program its child (reaper_linux.go); "" = the program is pid 1.
 	SpawnPath string
+	// NoReaper makes the program pid 1 itself even with a SpawnPath (a
+	// program that is an init of its own, or an A/B measurement of the
+	// reaper's cost): the kernel then drops the default-action signals
+	// it sends itself, as without a SpawnPath.
+	NoReaper bool
 	// Logger receives lifecycle events (never payload data). nil = none.
 	Logger *slog.Logger
 }

@@ -66,7 +66,16 @@ count_pkg() {
   printf '%-12s %-52s %3d passed %3d failed %3d skipped %4ds\n' "$name" "$pkg" "$p" "$f" "$s" "$secs"
   if [ "$rc" -ne 0 ] || [ "$f" -gt 0 ]; then
     broken=1
-    grep -vE '^\s*--- PASS|^=== (RUN|PAUSE|CONT)' "$log" | tail -60
+    # Each failed test's own lines (under -v a test's log lines follow
+    # its "=== RUN/CONT/NAME" line, not its "--- FAIL" one), so that the
+    # notes of passes and skips cannot push a failure's message out of
+    # sight; then the log's last lines (a panic, a timeout).
+    awk '/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
+      /^[[:space:]]*--- (PASS|SKIP)/ { next }
+      /^[[:space:]]*--- FAIL: / { print; printf "%s", out[$3]; next }
+      { out[cur] = out[cur] $0 "\n" }' "$log" | head -150
+    echo "(last lines of the log:)"
+    grep -vE '^\s*--- (PASS|SKIP)|^=== (RUN|PAUSE|CONT|NAME)' "$log" | tail -15
   fi
 }
 
