@@ -304,7 +304,9 @@ func tighten(p *policy.Policy, o *Overrides) error {
 		n := *o.Net
 		switch n {
 		case policy.NetNone, policy.NetLoopback:
-			// Never more open than any served mode.
+			// Never more open than any served mode; the served allow-list
+			// goes with the served net allow.
+			p.Egress = policy.Egress{}
 		case policy.NetHost:
 			if p.Network() != policy.NetHost {
 				return over("net", "host", p.Network())

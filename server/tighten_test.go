@@ -61,6 +61,21 @@ func TestTightenEachField(t *testing.T) {
 			}
 		})
 	}
+	// A server serving an allow-list: a request may close the network
+	// (the served rules go with it), never open it to the host.
+	allow, err := policy.Parse([]byte(`{"net": {"allow": ["127.0.0.1:8080"]}}`))
+	if err != nil || allow.Network() != policy.NetAllow {
+		t.Fatalf("served net allow: %v %+v", err, allow)
+	}
+	for _, tight := range []policy.Net{policy.NetNone, policy.NetLoopback} {
+		p := allow
+		if err := tighten(&p, &Overrides{Net: net(tight)}); err != nil || p.Network() != tight || p.Validate() != nil {
+			t.Fatalf("net allow tightened to %s: %v, %+v (valid: %v)", tight, err, p, p.Validate())
+		}
+	}
+	if p := allow; tighten(&p, &Overrides{Net: net(policy.NetHost)}) == nil {
+		t.Fatal("net allow loosened to host")
+	}
 	// Unlimited served values (cpu_time, cpus none) take any request's.
 	open := policy.Default()
 	if err := tighten(&open, &Overrides{CPUTime: d(time.Hour), CPUs: f(64)}); err != nil || open.CPUs != 64 {
