@@ -47,6 +47,10 @@ func TestDoctor(t *testing.T) {
 	if c := ids[checkDryRun]; !c.OK || !strings.Contains(c.Detail, "seccomp default") {
 		t.Errorf("dry run: %+v", c)
 	}
+	// Issue 20: the egress mode, from a real net allow sandbox.
+	if c := ids[checkEgress]; !c.OK || !strings.Contains(c.Detail, "egress mode: the sandbox's own network namespace") {
+		t.Errorf("net allow check: %+v", c)
+	}
 	cg := ids[policy.CheckCgroup]
 	if cg.OK != (r.Limits != "") {
 		t.Errorf("cgroup check %+v with limits %q", cg, r.Limits)
