@@ -139,6 +139,36 @@ $c -x "$ALL_PROXY" http://localhost:%[3]d/e 2>/dev/null; echo "socks localhost: 
 	}
 }
 
+// TestEgressUnnamedTLS: a TLS server on the host's loopback that no rule
+// names is refused at the CONNECT (curl exits 56 on the proxy's 403), the
+// server never sees a connection, and the log says why.
+func TestEgressUnnamedTLS(t *testing.T) {
+	testutil.RequireBinary(t, "curl")
+	s := newEgressServers(t, nil)
+	var hits atomic.Int32
+	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "unnamed") }))
+	tlsSrv.Config.ConnState = func(net.Conn, http.ConnState) { hits.Add(1) }
+	tlsSrv.StartTLS()
+	defer tlsSrv.Close()
+	ex := newEgressExecutor(t, executor.Config{})
+	script := fmt.Sprintf(`curl -sS --noproxy '' --max-time 20 -k https://127.0.0.1:%d/x 2>/dev/null; echo "curl: $?"`, port(t, tlsSrv.URL))
+	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", script},
+		Policy: egressPolicy(fmt.Sprintf("127.0.0.1:%d", s.pport))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stdout != "curl: 56\n" || res.Status != nsjail.StatusOK {
+		t.Fatalf("status %s, stdout %q, want curl's exit 56 (CONNECT refused); stderr %s", res.Status, res.Stdout, res.Stderr)
+	}
+	if hits.Load() != 0 {
+		t.Error("the TLS server no rule names saw a connection")
+	}
+	want := "denied: 127.0.0.1 is loopback (127.0.0.0/8) and no rule names it"
+	if len(res.Network) != 1 || res.Network[0].Protocol != "connect" || res.Network[0].Verdict != want || res.Network[0].BytesUp != 0 {
+		t.Errorf("network %+v, want one denied CONNECT: %s", res.Network, want)
+	}
+}
+
 // TestEgressBypass: a program that ignores the proxy has no network: a
 // raw connect to the host server's address fails with a network error,
 // and the host's abstract unix sockets are out of reach (the sandbox has
