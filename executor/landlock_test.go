@@ -286,7 +286,12 @@ func sameUIDProcess(t *testing.T) *exec.Cmd {
 // A simulated host without user namespaces runs the language table on
 // the process backend under Landlock: each interpreter starts, reads its
 // code, input and stdin, and exits as asked, with only its system
-// directories and its workspace reachable.
+// directories and its workspace reachable. The process backend is
+// reached both ways such a host reaches it: chosen (backend process),
+// and as the fallback of a best_effort policy that asked for nothing
+// else (as in TestProcessBackendOnlyByChoice), where Landlock must be on
+// too: the enforcement says so, and a canary the sandbox's uid could
+// read bare (TestProcessLandlock's positive control) stays unread.
 func TestLanguagesProcessLandlock(t *testing.T) {
 	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t)})
 	if err != nil {
@@ -295,9 +300,33 @@ func TestLanguagesProcessLandlock(t *testing.T) {
 	defer ex.Close()
 	abi := requireLandlock(t, ex, policy.LandlockNet)
 	executor.SimulateNoNamespaces(ex, &policy.UnsupportedError{Control: "user namespaces", Reason: "simulated", Fix: "enable them"})
-	runLanguages(t, ex, policy.Policy{Backend: "process", Net: policy.NetNone}, func(t *testing.T, res *executor.Result) {
-		if res.Enforced.Backend != "process" || res.Enforced.Landlock != abi || res.Enforced.Network != "landlock" {
-			t.Errorf("enforced %+v", res.Enforced)
+	check := func(fallback bool) func(*testing.T, *executor.Result) {
+		return func(t *testing.T, res *executor.Result) {
+			if res.Enforced.Backend != "process" || res.Enforced.Landlock != abi || res.Enforced.Network != "landlock" ||
+				res.Enforced.Rootfs != "none (host filesystem, landlock rules)" || slices.Contains(res.Enforced.NotEnforced, "filesystem isolation") ||
+				slices.Contains(res.Enforced.NotEnforced, "namespaces") != fallback {
+				t.Errorf("enforced %+v", res.Enforced)
+			}
+		}
+	}
+	t.Run("backend process", func(t *testing.T) {
+		runLanguages(t, ex, policy.Policy{Backend: "process", Net: policy.NetNone}, check(false))
+	})
+	t.Run("fallback", func(t *testing.T) {
+		p := policy.Policy{BestEffort: true}
+		runLanguages(t, ex, p, check(true))
+		dir := openDir(t, "/var/tmp")
+		secret := fmt.Sprintf("canary-%d", time.Now().UnixNano())
+		if err := os.WriteFile(filepath.Join(dir, "canary"), []byte(secret), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := ex.Execute(t.Context(), executor.Request{Language: "sh", Code: `cat "$1"/canary; echo x > "$1"/escaped`, Argv: []string{dir}, Policy: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(true)(t, res)
+		if strings.Contains(res.Stdout, secret) || testutil.Exists(filepath.Join(dir, "escaped")) || !strings.Contains(res.Stderr, "Permission denied") {
+			t.Errorf("the fallback reached %s: stdout %q, stderr %q, written %v", dir, res.Stdout, res.Stderr, testutil.Exists(filepath.Join(dir, "escaped")))
 		}
 	})
 }
