@@ -46,59 +46,89 @@ func queued(t *testing.T, ln net.Listener) bool {
 // Landlock must deny; it prints what happened, for the log only: the
 // verdicts are the host's.
 const landlockProbe = `import os, socket, sys, signal
-canaries, tcp, abstract, victim, outside = sys.argv[1].split(","), int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
+canaries, tcp, abstract, victim, outside = sys.argv[1].split(","), int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5].split(",")
 def attempt(name, f):
     try:
         print(name, "OK", f())
     except OSError as e:
         print(name, "denied", e.errno)
 for c in canaries:
-    if c:
-        attempt("read " + c, lambda: open(c).read())
-attempt("write outside", lambda: open(outside, "w").write("escaped"))
+    attempt("read " + c, lambda: open(c).read())
+for o in outside:
+    attempt("write " + o, lambda: open(o, "w").write("escaped"))
 attempt("tcp connect", lambda: socket.create_connection(("127.0.0.1", tcp), timeout=5).close())
 attempt("abstract connect", lambda: socket.socket(socket.AF_UNIX).connect("\0" + abstract))
 attempt("signal", lambda: os.kill(victim, signal.SIGTERM))
 attempt("write workspace", lambda: open("inside", "w").write("ok"))
 `
 
+// canary is a host file with a secret of its own.
+type canary struct {
+	path, secret string
+	// bare: the sandbox's uid reads it without Landlock (the positive
+	// control shows it), so only Landlock can keep it out.
+	bare bool
+}
+
+// openDir makes a directory under parent that the sandbox's uid can
+// read, list and write (0777: only Landlock stands in its way), removed
+// after t.
+func openDir(t *testing.T, parent string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(parent, "airlock-landlock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // The process backend under Landlock, root and rootless, judged from the
-// host: it cannot read a canary outside its binds (under /tmp, and /root
-// as root), write outside its workspace, connect to a host loopback
-// listener (but with net host), signal a host process of its own uid,
-// nor reach a host abstract unix socket.
+// host: it cannot read a canary outside its binds, write outside its
+// workspace, connect to a host loopback listener (but with net host),
+// signal a host process of its own uid, nor reach a host abstract unix
+// socket. The canaries and the write targets are in world-writable
+// directories under /tmp, under /var/tmp, and beside the workspace in the
+// executor's work dir (plus one under /root as root, which plain
+// permissions deny too); the same probe without Landlock, the positive
+// control, reads every other canary, writes every target, connects,
+// signals and reaches the abstract socket, so each denial is Landlock's.
 func TestProcessLandlock(t *testing.T) {
 	py := testutil.RequireBinary(t, "python3")
-	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t)})
+	work := testutil.WorldReadableDir(t)
+	ex, err := executor.New(executor.Config{WorkDir: work})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ex.Close()
 	abi := requireLandlock(t, ex, policy.LandlockScope)
-	secret := fmt.Sprintf("canary-%d", time.Now().UnixNano())
-	// Readable and writable by the sandbox's uid: only Landlock stands in
-	// the way.
-	dir, err := os.MkdirTemp("/tmp", "airlock-landlock-")
-	if err != nil {
-		t.Fatal(err)
+	var canaries []canary
+	var outside []string
+	for i, parent := range []string{"/tmp", "/var/tmp", work} {
+		dir := openDir(t, parent)
+		canaries = append(canaries, canary{path: filepath.Join(dir, "canary"), secret: fmt.Sprintf("canary-%d-%d", i, time.Now().UnixNano()), bare: true})
+		outside = append(outside, filepath.Join(dir, "escaped"))
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o777)
-	canaries := []string{filepath.Join(dir, "canary")}
 	if !testutil.Rootless() {
+		// The issue's canary under /root (0700): no uid but root's reads
+		// it, with or without Landlock.
 		rdir, err := os.MkdirTemp("/root", "airlock-landlock-")
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.RemoveAll(rdir) })
-		canaries = append(canaries, filepath.Join(rdir, "canary"))
+		canaries = append(canaries, canary{path: filepath.Join(rdir, "canary"), secret: fmt.Sprintf("canary-root-%d", time.Now().UnixNano())})
 	}
+	var paths []string
 	for _, c := range canaries {
-		if err := os.WriteFile(c, []byte(secret), 0o644); err != nil {
+		if err := os.WriteFile(c.path, []byte(c.secret), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		paths = append(paths, c.path)
 	}
-	outside := filepath.Join(dir, "escaped")
 	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -110,25 +140,45 @@ func TestProcessLandlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unixLn.Close()
+	// run runs the probe on ex, and returns what it printed and the
+	// signal that ended a host process of the sandbox's uid (SIGKILL,
+	// ours after the run, unless the program's SIGTERM came first).
+	run := func(t *testing.T, ex *executor.Executor, p policy.Policy) (*executor.Result, syscall.Signal) {
+		t.Helper()
+		victim := sameUIDProcess(t)
+		args := []string{py, "-c", landlockProbe, strings.Join(paths, ","), fmt.Sprint(tcp.Addr().(*netTCPAddr).Port),
+			abstract, fmt.Sprint(victim.Process.Pid), strings.Join(outside, ",")}
+		res, err := ex.Execute(t.Context(), executor.Request{Args: args, Policy: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("inside:\n%s%s", res.Stdout, res.Stderr)
+		victim.Process.Kill()
+		victim.Wait()
+		if res.Status != nsjail.StatusOK || res.Enforced.Backend != "process" {
+			t.Fatalf("status %s, enforced %+v", res.Status, res.Enforced)
+		}
+		if !strings.Contains(res.Stdout, "write workspace OK") {
+			t.Errorf("the workspace was not writable: %s", res.Stdout)
+		}
+		return res, victim.ProcessState.Sys().(syscall.WaitStatus).Signal()
+	}
 
 	for _, net := range []policy.Net{"", policy.NetNone, policy.NetHost} {
 		t.Run("net "+string(net), func(t *testing.T) {
-			victim := sameUIDProcess(t)
-			args := []string{py, "-c", landlockProbe, strings.Join(canaries, ","), fmt.Sprint(tcp.Addr().(*netTCPAddr).Port),
-				abstract, fmt.Sprint(victim.Process.Pid), outside}
-			res, err := ex.Execute(t.Context(), executor.Request{Args: args, Policy: policy.Policy{Backend: "process", Net: net}})
-			if err != nil {
-				t.Fatal(err)
+			res, sig := run(t, ex, policy.Policy{Backend: "process", Net: net})
+			if res.Enforced.Landlock != abi {
+				t.Fatalf("enforced %+v, want landlock ABI %d", res.Enforced, abi)
 			}
-			t.Logf("inside:\n%s%s", res.Stdout, res.Stderr)
-			if res.Status != nsjail.StatusOK || res.Enforced.Landlock != abi || res.Enforced.Backend != "process" {
-				t.Fatalf("status %s, enforced %+v", res.Status, res.Enforced)
+			for _, c := range canaries {
+				if strings.Contains(res.Stdout, c.secret) {
+					t.Errorf("the canary %s outside the binds was read", c.path)
+				}
 			}
-			if strings.Contains(res.Stdout, secret) {
-				t.Error("a canary outside the binds was read")
-			}
-			if testutil.Exists(outside) {
-				t.Error("a file was written outside the workspace")
+			for _, o := range outside {
+				if testutil.Exists(o) {
+					t.Errorf("%s was written, outside the workspace", o)
+				}
 			}
 			if got := queued(t, tcp); got != (net == policy.NetHost) {
 				t.Errorf("the host's loopback listener was reached: %v (net %q)", got, net)
@@ -136,18 +186,45 @@ func TestProcessLandlock(t *testing.T) {
 			if queued(t, unixLn) {
 				t.Error("the host's abstract unix socket was reached")
 			}
-			// Our SIGKILL after the run: the victim's status says whose
-			// signal came first.
-			victim.Process.Kill()
-			victim.Wait()
-			if ws := victim.ProcessState.Sys().(syscall.WaitStatus); ws.Signal() != syscall.SIGKILL {
-				t.Errorf("a host process of the sandbox's uid was signalled: %v", ws)
-			}
-			if !strings.Contains(res.Stdout, "write workspace OK") {
-				t.Errorf("the workspace was not writable: %s", res.Stdout)
+			if sig != syscall.SIGKILL {
+				t.Errorf("a host process of the sandbox's uid was signalled: %v", sig)
 			}
 		})
 	}
+
+	// The positive control: the same uid, the same probe, no Landlock.
+	t.Run("without landlock", func(t *testing.T) {
+		bare, err := executor.New(executor.Config{WorkDir: work})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bare.Close()
+		executor.SimulateLandlock(bare, 0)
+		res, sig := run(t, bare, policy.Policy{Backend: "process", BestEffort: true})
+		if res.Enforced.Landlock != 0 {
+			t.Fatalf("enforced %+v, want no landlock", res.Enforced)
+		}
+		for _, c := range canaries {
+			if got := strings.Contains(res.Stdout, c.secret); got != c.bare {
+				t.Errorf("without Landlock the canary %s was read: %v, want %v", c.path, got, c.bare)
+			}
+		}
+		for _, o := range outside {
+			if !testutil.Exists(o) {
+				t.Errorf("without Landlock %s was not written: the check above proves nothing", o)
+			}
+			os.Remove(o)
+		}
+		if !queued(t, tcp) {
+			t.Error("without Landlock the host's loopback listener was not reached")
+		}
+		if !queued(t, unixLn) {
+			t.Error("without Landlock the host's abstract unix socket was not reached")
+		}
+		if sig != syscall.SIGTERM {
+			t.Errorf("without Landlock the host process of the sandbox's uid ended by %v, want the program's SIGTERM", sig)
+		}
+	})
 }
 
 // Under Landlock a read-only bind of a host path at its own path is a
@@ -209,7 +286,12 @@ func sameUIDProcess(t *testing.T) *exec.Cmd {
 // A simulated host without user namespaces runs the language table on
 // the process backend under Landlock: each interpreter starts, reads its
 // code, input and stdin, and exits as asked, with only its system
-// directories and its workspace reachable.
+// directories and its workspace reachable. The process backend is
+// reached both ways such a host reaches it: chosen (backend process),
+// and as the fallback of a best_effort policy that asked for nothing
+// else (as in TestProcessBackendOnlyByChoice), where Landlock must be on
+// too: the enforcement says so, and a canary the sandbox's uid could
+// read bare (TestProcessLandlock's positive control) stays unread.
 func TestLanguagesProcessLandlock(t *testing.T) {
 	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t)})
 	if err != nil {
@@ -218,9 +300,33 @@ func TestLanguagesProcessLandlock(t *testing.T) {
 	defer ex.Close()
 	abi := requireLandlock(t, ex, policy.LandlockNet)
 	executor.SimulateNoNamespaces(ex, &policy.UnsupportedError{Control: "user namespaces", Reason: "simulated", Fix: "enable them"})
-	runLanguages(t, ex, policy.Policy{Backend: "process", Net: policy.NetNone}, func(t *testing.T, res *executor.Result) {
-		if res.Enforced.Backend != "process" || res.Enforced.Landlock != abi || res.Enforced.Network != "landlock" {
-			t.Errorf("enforced %+v", res.Enforced)
+	check := func(fallback bool) func(*testing.T, *executor.Result) {
+		return func(t *testing.T, res *executor.Result) {
+			if res.Enforced.Backend != "process" || res.Enforced.Landlock != abi || res.Enforced.Network != "landlock" ||
+				res.Enforced.Rootfs != "none (host filesystem, landlock rules)" || slices.Contains(res.Enforced.NotEnforced, "filesystem isolation") ||
+				slices.Contains(res.Enforced.NotEnforced, "namespaces") != fallback {
+				t.Errorf("enforced %+v", res.Enforced)
+			}
+		}
+	}
+	t.Run("backend process", func(t *testing.T) {
+		runLanguages(t, ex, policy.Policy{Backend: "process", Net: policy.NetNone}, check(false))
+	})
+	t.Run("fallback", func(t *testing.T) {
+		p := policy.Policy{BestEffort: true}
+		runLanguages(t, ex, p, check(true))
+		dir := openDir(t, "/var/tmp")
+		secret := fmt.Sprintf("canary-%d", time.Now().UnixNano())
+		if err := os.WriteFile(filepath.Join(dir, "canary"), []byte(secret), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := ex.Execute(t.Context(), executor.Request{Language: "sh", Code: `cat "$1"/canary; echo x > "$1"/escaped`, Argv: []string{dir}, Policy: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(true)(t, res)
+		if strings.Contains(res.Stdout, secret) || testutil.Exists(filepath.Join(dir, "escaped")) || !strings.Contains(res.Stderr, "Permission denied") {
+			t.Errorf("the fallback reached %s: stdout %q, stderr %q, written %v", dir, res.Stdout, res.Stderr, testutil.Exists(filepath.Join(dir, "escaped")))
 		}
 	})
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/policy/hostprobe"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,6 +49,10 @@ type suite struct {
 	hostname string
 	uid      int // host uid the sandbox runs as
 	count    atomic.Int64
+
+	// landlock is the Landlock ABI every run must record: the jail's
+	// second layer wherever the host probe finds Landlock (0: none).
+	landlock int
 }
 
 func newSuite(t *testing.T) *suite {
@@ -63,6 +68,7 @@ func newSuite(t *testing.T) *suite {
 		s.uid = 65534
 	}
 	s.hostname, _ = os.Hostname()
+	s.landlock = hostLandlock(t)
 	s.canaryDir = testutil.WorldReadableDir(t)
 	s.canaryFile = filepath.Join(s.canaryDir, "canary")
 	// 8 KiB: more than one page, so a page-cache overwrite (M01) at
@@ -101,6 +107,35 @@ func newSuite(t *testing.T) *suite {
 	}
 	t.Cleanup(func() { s.tcp.Close(); s.abs.Close() })
 	return s
+}
+
+// hostLandlock is the Landlock ABI of the jail's second layer on this
+// host, as policy/hostprobe finds it (capped at what airlock writes),
+// checked against the kernel's own answer: a probe that lost Landlock
+// would otherwise turn the runs' check off with it.
+func hostLandlock(t *testing.T) int {
+	t.Helper()
+	abi := hostprobe.Probe(hostprobe.Options{NoCgroup: true}).LandlockABI()
+	kernel, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		kernel = 0
+	}
+	if want := min(int(kernel), policy.LandlockMax); abi != want {
+		t.Fatalf("the host probe finds Landlock ABI %d, the kernel answers %d (errno %v)", abi, kernel, errno)
+	}
+	if abi == 0 {
+		t.Log("no Landlock on this host: the jail runs without its second layer")
+	}
+	return abi
+}
+
+// checkLandlock fails the probe unless its run had the jail's Landlock
+// layer on, at the host's ABI.
+func (p *probe) checkLandlock(res *nsjail.Result) {
+	p.t.Helper()
+	if res != nil && res.Enforced.Landlock != p.s.landlock {
+		p.t.Errorf("%s: the run's Landlock ABI is %d, the host's %d: the jail's second layer is not on", p.id, res.Enforced.Landlock, p.s.landlock)
+	}
 }
 
 func (s *suite) tcpPort() int { return s.tcp.Addr().(*net.TCPAddr).Port }
@@ -242,6 +277,7 @@ func (p *probe) execute(req executor.Request) (*executor.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := p.s.ex.Execute(ctx, req)
+	p.checkLandlock(resultOf(res))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.ended = uptimeTicks()
@@ -526,6 +562,7 @@ func (p *probe) stream(req executor.Request, ready string, onReady func()) (stri
 	if d.res == nil {
 		return all.String(), nil
 	}
+	p.checkLandlock(resultOf(d.res))
 	p.outputs = append(p.outputs, d.res.Stderr)
 	return all.String(), &d.res.Result
 }
