@@ -46,9 +46,11 @@ type MCP struct {
 	log  *slog.Logger
 	open bool // the served policy lets programs reach a network
 
-	mu     sync.Mutex
-	conns  map[*sdk.ServerSession]*conn
-	closed bool
+	mu      sync.Mutex
+	conns   map[*sdk.ServerSession]*conn
+	closed  bool
+	closing chan struct{}  // closed by Close
+	ends    sync.WaitGroup // the goroutines that end connections
 }
 
 // conn is one client connection's state.
@@ -88,7 +90,7 @@ func New(cfg Config) (*MCP, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &MCP{cfg: cfg, srv: cfg.Server, log: cfg.Logger, conns: map[*sdk.ServerSession]*conn{}}
+	m := &MCP{cfg: cfg, srv: cfg.Server, log: cfg.Logger, conns: map[*sdk.ServerSession]*conn{}, closing: make(chan struct{})}
 	p := cfg.Server.Policy()
 	m.open = p.Network() == policy.NetHost || p.Network() == policy.NetAllow
 	m.sdk = sdk.NewServer(&sdk.Implementation{Name: "airlock", Title: "airlock sandbox", Version: cfg.Version},
@@ -117,16 +119,15 @@ func (m *MCP) Handler() http.Handler {
 }
 
 // Close ends every connection's state: its runs are cancelled and its
-// sessions closed. Later calls are refused.
+// sessions closed, before Close returns. Later calls are refused.
 func (m *MCP) Close() {
 	m.mu.Lock()
-	m.closed = true
-	conns := m.conns
-	m.conns = map[*sdk.ServerSession]*conn{}
-	m.mu.Unlock()
-	for _, c := range conns {
-		m.end(c)
+	if !m.closed {
+		m.closed = true
+		close(m.closing)
 	}
+	m.mu.Unlock()
+	m.ends.Wait()
 }
 
 // conn returns the state of ss's connection, made on its first call; it
@@ -143,8 +144,15 @@ func (m *MCP) conn(ss *sdk.ServerSession) (*conn, error) {
 	c := &conn{runs: make(chan struct{}, m.cfg.MaxRuns), sessions: map[string]bool{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	m.conns[ss] = c
+	ended := make(chan struct{})
+	go func() { ss.Wait(); close(ended) }()
+	m.ends.Add(1)
 	go func() {
-		ss.Wait()
+		defer m.ends.Done()
+		select {
+		case <-ended:
+		case <-m.closing:
+		}
 		m.mu.Lock()
 		if m.conns[ss] == c {
 			delete(m.conns, ss)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -168,7 +169,14 @@ func (m *MCP) addTools() error {
 		Description: "Creates or replaces a file of a session's /workspace (a path relative to it), without running anything."}, m.writeFile)
 	sdk.AddTool(m.sdk, &sdk.Tool{Name: "list_files", Annotations: local("List session files", false, true),
 		Description: "Lists the files of a session's /workspace with their sizes."}, m.listFiles)
-	sdk.AddTool(m.sdk, &sdk.Tool{Name: "capabilities", Annotations: local("Sandbox capabilities", false, true),
+	capsSchema, err := jsonschema.For[CapsOut](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		// Durations marshal as "1m30s", sizes as numbers of bytes.
+		reflect.TypeFor[policy.Duration](): {Type: "string"},
+	}})
+	if err != nil {
+		return fmt.Errorf("mcp: BUG: capabilities schema: %w", err)
+	}
+	sdk.AddTool(m.sdk, &sdk.Tool{Name: "capabilities", OutputSchema: capsSchema, Annotations: local("Sandbox capabilities", false, true),
 		Description: "The installed languages, the limits of each run and of this connection, and what this host enforces (namespaces, seccomp, cgroups, Landlock)."}, m.capabilities)
 	return nil
 }
