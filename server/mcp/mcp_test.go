@@ -34,13 +34,23 @@ type env struct {
 // checks that nothing is left.
 func start(t *testing.T, mod func(*mcp.Config)) *env {
 	t.Helper()
+	return startWith(t, nil, mod)
+}
+
+// startWith is start with srvMod adjusting the server's config.
+func startWith(t *testing.T, srvMod func(*server.Config), mod func(*mcp.Config)) *env {
+	t.Helper()
 	testutil.RequireUserNS(t)
 	work := testutil.WorldReadableDir(t)
 	ex, err := executor.New(executor.Config{WorkDir: work})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Executor: ex, MaxConcurrent: 2})
+	scfg := server.Config{Executor: ex, MaxConcurrent: 2}
+	if srvMod != nil {
+		srvMod(&scfg)
+	}
+	srv, err := server.New(scfg)
 	if err != nil {
 		ex.Close()
 		t.Fatal(err)
@@ -379,5 +389,22 @@ func TestCapabilities(t *testing.T) {
 	r, out := call(t, cs, "capabilities", nil)
 	if r.IsError || out["connection"] == nil || out["limits"] == nil || out["host"] == nil || !strings.Contains(textOf(r), "languages: ") {
 		t.Fatalf("%v %s", out, textOf(r))
+	}
+}
+
+// A file past the server's --max-request is refused, and nothing is
+// written.
+func TestOversizedFile(t *testing.T) {
+	e := startWith(t, func(c *server.Config) { c.MaxRequest = 1024 }, nil)
+	cs := e.connect(t, nil)
+	_, out := call(t, cs, "session_open", nil)
+	id := out["session"].(string)
+	r, out := call(t, cs, "write_file", map[string]any{"session": id, "path": "big", "content": strings.Repeat("x", 2048)})
+	if info := errorOf(t, r, out); info.Class != policy.ClassInvalid || info.Retryable {
+		t.Fatalf("oversized: %+v", info)
+	}
+	r, out = call(t, cs, "read_file", map[string]any{"session": id, "path": "big"})
+	if info := errorOf(t, r, out); info.Class != policy.ClassInvalid {
+		t.Fatalf("the refused file exists: %+v", info)
 	}
 }
