@@ -1,7 +1,7 @@
 package executor
 
 import (
-	"fmt"
+	"errors"
 	"io"
 	"os"
 	"path"
@@ -102,7 +102,7 @@ func (w *workspace) write(name string, data []byte) error {
 	defer root.Close()
 	if d := path.Dir(name); d != "." {
 		if err := root.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("workspace: %w", err)
+			return writeError(name, err)
 		}
 		root.Chown(d, w.uid, w.gid)
 	}
@@ -111,7 +111,7 @@ func (w *workspace) write(name string, data []byte) error {
 	}
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return fmt.Errorf("workspace: %w", err)
+		return writeError(name, err)
 	}
 	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
@@ -125,6 +125,20 @@ func (w *workspace) write(name string, data []byte) error {
 		return &policy.SetupError{Stage: "workspace", Err: err}
 	}
 	return nil
+}
+
+// writeError classifies a failure to make name or its directory: the
+// host's side (full, read-only, I/O) is a SetupError; anything else is
+// the path's fault (a component that is a file, or a link the program
+// planted, leading out of the workspace: os.Root refuses it) and
+// ErrInvalid.
+func writeError(name string, err error) error {
+	for _, e := range []error{unix.ENOSPC, unix.EDQUOT, unix.EROFS, unix.EIO, unix.ENOMEM} {
+		if errors.Is(err, e) {
+			return &policy.SetupError{Stage: "workspace", Err: err}
+		}
+	}
+	return policy.Invalid("file", "%s: cannot be made in the workspace (%v): a path component is not a directory, or is a link", name, err)
 }
 
 // collect returns the workspace's files, except those in skip. It walks

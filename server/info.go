@@ -101,15 +101,7 @@ type ServerLimits struct {
 }
 
 func (s *Server) handleCapabilities(w http.ResponseWriter, r *http.Request) {
-	p := s.pol
-	writeJSON(w, http.StatusOK, Capabilities{
-		Host:      s.ex.Capabilities(),
-		Languages: s.langs(),
-		Limits: Limits{Timeout: p.Timeout, CPUTime: p.CPUTime, Memory: p.MemoryLimit(), Pids: p.PidsLimit(), CPUs: p.CPUs,
-			FileSize: p.FileSize, OpenFiles: p.OpenFiles, MaxOutput: p.MaxOutput, Net: p.Network()},
-		Server: ServerLimits{MaxConcurrent: s.cfg.MaxConcurrent, MaxQueue: s.cfg.MaxQueue, MaxRequest: s.cfg.MaxRequest,
-			MaxSessions: s.cfg.MaxSessions, SessionIdle: policy.Duration(s.cfg.SessionIdle), PoolReady: s.ex.PoolStats().Ready},
-	})
+	writeJSON(w, http.StatusOK, s.Capabilities())
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -73,49 +71,18 @@ func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	p, err := s.requestPolicy(b.Policy, b.Env)
-	if err != nil {
+	info, err := s.OpenSession(&b)
+	var full sessionsFull
+	switch {
+	case errors.As(err, &full):
+		s.fail(w, http.StatusTooManyRequests, err, nil)
+		return
+	case err != nil:
 		s.fail(w, 0, err, nil)
 		return
 	}
-	idle := s.cfg.SessionIdle
-	if b.IdleTimeout != nil {
-		switch t := time.Duration(*b.IdleTimeout); {
-		case t <= 0:
-			s.fail(w, 0, policy.Invalid("idle_timeout", "must be positive"), nil)
-			return
-		case t > idle:
-			s.fail(w, 0, policy.Invalid("idle_timeout", "%v is above the server's maximum %v", t, idle), nil)
-			return
-		default:
-			idle = t
-		}
-	}
-	if s.Draining() {
-		s.fail(w, http.StatusServiceUnavailable, errDraining, nil)
-		return
-	}
-	s.smu.Lock()
-	s.prune()
-	if len(s.sessions) >= s.cfg.MaxSessions {
-		s.smu.Unlock()
-		s.m.rejections.WithLabelValues("sessions").Inc()
-		s.fail(w, http.StatusTooManyRequests, errSessionsFull(s.cfg.MaxSessions), nil)
-		return
-	}
-	sess, err := s.ex.NewSession(executor.SessionConfig{Policy: p, IdleTimeout: idle})
-	if err != nil {
-		s.smu.Unlock()
-		s.fail(w, 0, err, nil)
-		return
-	}
-	var id [16]byte
-	rand.Read(id[:])
-	se := &session{s: sess, turn: make(chan struct{}, 1), info: SessionInfo{ID: hex.EncodeToString(id[:]), Created: time.Now().UTC(), IdleTimeout: policy.Duration(idle), Policy: p}}
-	s.sessions[se.info.ID] = se
-	s.smu.Unlock()
-	w.Header().Set("Location", "/v1/sessions/"+se.info.ID)
-	writeJSON(w, http.StatusCreated, se.info)
+	w.Header().Set("Location", "/v1/sessions/"+info.ID)
+	writeJSON(w, http.StatusCreated, info)
 }
 
 type sessionsFull int

@@ -43,6 +43,7 @@ commands:
   policy show|validate|compile [NAME|FILE]
                                      inspect a policy and its seccomp filter
   serve [--listen ADDR] [flags]      the executor over HTTP: warm pool, sessions, Piston API
+  mcp [--listen ADDR] [flags]        the executor for agents over MCP (stdio, or streamable HTTP)
   help [COMMAND]                     this text, or a command's usage and flags
   version                            airlock's version, commit, Go, libseccomp, build token
   completion bash|zsh                a shell completion script
@@ -69,6 +70,8 @@ func cli(args []string) int {
 		return postureCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "serve":
 		return serveCmd(args[1:], os.Stderr)
+	case "mcp":
+		return mcpCmd(args[1:], os.Stderr)
 	case "help", "-h", "--help":
 		return helpCmd(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":

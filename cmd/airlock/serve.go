@@ -42,9 +42,15 @@ type serveFlags struct {
 // serveFlagSet is serve's flag set: the run flags (the served policy)
 // and the server's own.
 func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *runFlags, *serveFlags) {
-	fs, f := runFlagSet("serve", serveUsage, stderr)
+	return serverFlagSet("serve", serveUsage, "(repeatable; default unix:$XDG_RUNTIME_DIR/airlock.sock, or unix:/run/airlock.sock as root)", stderr)
+}
+
+// serverFlagSet is the flag set of serve and mcp, which serve the same
+// server: the run flags and the server's own.
+func serverFlagSet(name, usage, listenDefault string, stderr io.Writer) (*flag.FlagSet, *runFlags, *serveFlags) {
+	fs, f := runFlagSet(name, usage, stderr)
 	var sf serveFlags
-	fs.Var(&sf.listen, "listen", "`unix:PATH` or `tcp:HOST:PORT` (repeatable; default unix:$XDG_RUNTIME_DIR/airlock.sock, or unix:/run/airlock.sock as root)")
+	fs.Var(&sf.listen, "listen", "`unix:PATH` or `tcp:HOST:PORT` "+listenDefault)
 	fs.StringVar(&sf.tokenFile, "token-file", "", "`file` holding the bearer token TCP requests must send (required off loopback)")
 	fs.IntVar(&sf.maxConcurrent, "max-concurrent", 0, "sandboxes running at once (default the number of CPUs)")
 	fs.IntVar(&sf.maxQueue, "max-queue", 0, "requests waiting for a slot before 429 (default 4 x --max-concurrent)")
@@ -53,7 +59,7 @@ func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *runFlags, *serveFlags) {
 	fs.DurationVar(&sf.sessionIdle, "session-idle", 10*time.Minute, "a session's idle timeout (and the most a session may ask for)")
 	fs.IntVar(&sf.pool, "pool", -1, "warm pool size (default --max-concurrent; 0 = none)")
 	fs.DurationVar(&sf.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running requests may finish before they are killed")
-	fs.StringVar(&sf.workDir, "work-dir", "", "`dir` for workspaces, locked by this server; leftovers of a killed server are removed at start (default $TMPDIR/airlock-serve-UID)")
+	fs.StringVar(&sf.workDir, "work-dir", "", "`dir` for workspaces, locked by this server; leftovers of a killed server are removed at start (default $TMPDIR/airlock-"+name+"-UID)")
 	return fs, f, &sf
 }
 
@@ -68,12 +74,54 @@ func serveCmd(args []string, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	// A refusal at start: one line saying whether a retry can help, and
-	// the exit code of its class (125, or 75 when transient).
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "airlock serve: %v (%s)\n", err, retryHint(policy.Describe(err)))
-		return executor.ErrorResult(err).ExitCode
+	if len(sf.listen) == 0 {
+		def, err := defaultSocket()
+		if err != nil {
+			return failStart("serve", err, stderr)
+		}
+		sf.listen = listFlag{"unix:" + def}
+	}
+	sv, code := startServed("serve", f, sf, stderr)
+	if sv == nil {
+		return code
+	}
+	defer sv.close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := sv.serveHTTP(ctx, stop, sv.srv.Handler); err != nil {
+		return failStart("serve", err, stderr)
+	}
+	return 0
+}
+
+// failStart is a refusal at start: one line saying whether a retry can
+// help, and the exit code of its class (125, or 75 when transient).
+func failStart(name string, err error, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "airlock %s: %v (%s)\n", name, err, retryHint(policy.Describe(err)))
+	return executor.ErrorResult(err).ExitCode
+}
+
+// daemon is what serve and mcp build: the listeners, the executor with
+// its warm pool, and the server.
+type daemon struct {
+	ex     *executor.Executor
+	srv    *server.Server
+	log    *slog.Logger
+	sf     *serveFlags
+	token  string
+	lns    []listener
+	pool   int
+	unlock func()
+}
+
+// startServed checks the flags, opens sf's listeners, locks the work
+// dir and starts the executor and the server. On failure it returns nil
+// and the exit code, having said why.
+func startServed(name string, f *runFlags, sf *serveFlags, stderr io.Writer) (*daemon, int) {
+	sv := &daemon{sf: sf, log: slog.New(slog.NewTextHandler(stderr, nil)), unlock: func() {}}
+	fail := func(err error) (*daemon, int) {
+		sv.close()
+		return nil, failStart(name, err, stderr)
 	}
 	p, err := f.policy()
 	if err != nil {
@@ -95,103 +143,119 @@ func serveCmd(args []string, stderr io.Writer) int {
 	if err != nil || maxReq <= 0 {
 		return fail(policy.Invalid("--max-request", "%q: want a positive size like 16MiB", sf.maxRequest))
 	}
-	token, err := readToken(sf.tokenFile)
+	if sv.token, err = readToken(sf.tokenFile); err != nil {
+		return fail(err)
+	}
+	work, unlock, err := lockWorkDir(name, sf.workDir)
 	if err != nil {
 		return fail(err)
 	}
-	if len(sf.listen) == 0 {
-		def, err := defaultSocket()
-		if err != nil {
-			return fail(err)
-		}
-		sf.listen = listFlag{"unix:" + def}
-	}
-	work, unlock, err := lockWorkDir(sf.workDir)
-	if err != nil {
-		return fail(err)
-	}
-	defer unlock()
+	sv.unlock = unlock
 	// Listeners before the executor: a bad address fails before any
 	// sandbox is prepared.
-	var lns []listener
-	defer func() {
-		for _, l := range lns {
-			l.ln.Close()
-		}
-	}()
 	for _, addr := range sf.listen {
-		l, err := listen(addr, token)
+		l, err := listen(addr, sv.token)
 		if err != nil {
 			return fail(err)
 		}
-		lns = append(lns, l)
+		sv.lns = append(sv.lns, l)
 	}
 	cfg := cliConfig(cacheDir())
-	cfg.Logger, cfg.WorkDir = log, work
+	cfg.Logger, cfg.WorkDir = sv.log, work
 	cfg.Pool = executor.PoolConfig{Size: sf.pool, Policy: p, Refill: min(sf.pool, 2)}
 	ex, err := executor.New(cfg)
 	var inv *policy.InvalidError
 	if errors.As(err, &inv) && inv.Field == "pool" {
 		// The process backend has no jail to prepare: no pool.
-		log.Warn("no warm pool", "reason", inv.Reason)
+		sv.log.Warn("no warm pool", "reason", inv.Reason)
 		cfg.Pool = executor.PoolConfig{}
 		ex, err = executor.New(cfg)
 	}
 	if err != nil {
 		return fail(err)
 	}
-	defer ex.Close()
+	sv.ex, sv.pool = ex, cfg.Pool.Size
 	warnWeakened(p, stderr)
-	srv, err := server.New(server.Config{Executor: ex, Policy: p, MaxConcurrent: sf.maxConcurrent, MaxQueue: sf.maxQueue,
-		MaxRequest: int64(maxReq), MaxSessions: sf.maxSessions, SessionIdle: sf.sessionIdle, Logger: log})
+	sv.srv, err = server.New(server.Config{Executor: ex, Policy: p, MaxConcurrent: sf.maxConcurrent, MaxQueue: sf.maxQueue,
+		MaxRequest: int64(maxReq), MaxSessions: sf.maxSessions, SessionIdle: sf.sessionIdle, Logger: sv.log})
 	if err != nil {
 		return fail(err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	return sv, 0
+}
+
+// close closes the listeners and the executor and unlocks the work dir.
+func (sv *daemon) close() {
+	for _, l := range sv.lns {
+		l.ln.Close()
+	}
+	sv.lns = nil
+	if sv.ex != nil {
+		if err := sv.ex.Close(); err != nil {
+			sv.log.Warn("closing the executor", "error", err)
+		}
+		sv.ex = nil
+	}
+	sv.unlock()
+	sv.unlock = func() {}
+}
+
+// serveHTTP serves handler() on every listener (behind the bearer token
+// on TCP when there is one) until ctx ends or one fails; then, stop
+// called (a second signal kills at once), it drains: the HTTP servers
+// shut down and the server's runs finish or are killed at the drain
+// deadline.
+func (sv *daemon) serveHTTP(ctx context.Context, stop func(), handler func() http.Handler) error {
 	var https []*http.Server
-	errc := make(chan error, len(lns))
-	for _, l := range lns {
-		h := srv.Handler()
-		if l.tcp && token != "" {
-			if h, err = server.RequireToken(token, h); err != nil {
-				return fail(err)
+	errc := make(chan error, len(sv.lns))
+	for _, l := range sv.lns {
+		h := handler()
+		if l.tcp && sv.token != "" {
+			var err error
+			if h, err = server.RequireToken(sv.token, h); err != nil {
+				return err
 			}
 		}
 		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+			ErrorLog: slog.NewLogLogger(sv.log.Handler(), slog.LevelDebug)}
 		https = append(https, hs)
 		go func(ln net.Listener) { errc <- hs.Serve(ln) }(l.ln)
-		log.Info("listening", "address", l.name, "pool", cfg.Pool.Size, "max_concurrent", sf.maxConcurrent)
+		sv.log.Info("listening", "address", l.name, "pool", sv.pool, "max_concurrent", sv.sf.maxConcurrent)
 	}
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
-		log.Error("serving", "error", err)
+		sv.log.Error("serving", "error", err)
 	}
-	stop() // a second signal kills at once
-	log.Info("draining", "timeout", sf.drain)
-	dctx, cancel := context.WithTimeout(context.Background(), sf.drain)
+	stop()
+	sv.drain(func() {
+		var wg sync.WaitGroup
+		for _, hs := range https {
+			wg.Go(func() {
+				sctx, c := context.WithTimeout(context.Background(), sv.sf.drain+10*time.Second)
+				defer c()
+				hs.Shutdown(sctx)
+			})
+		}
+		wg.Wait()
+	})
+	return nil
+}
+
+// drain drains the server (runs finish, or are killed at --drain-timeout)
+// while also (concurrently) running shutdown, then closes the executor.
+func (sv *daemon) drain(shutdown func()) {
+	sv.log.Info("draining", "timeout", sv.sf.drain)
+	dctx, cancel := context.WithTimeout(context.Background(), sv.sf.drain)
 	defer cancel()
-	var wg sync.WaitGroup
-	for _, hs := range https {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sctx, c := context.WithTimeout(context.Background(), sf.drain+10*time.Second)
-			defer c()
-			hs.Shutdown(sctx)
-		}()
+	done := make(chan struct{})
+	go func() { shutdown(); close(done) }()
+	if err := sv.srv.Drain(dctx); err != nil {
+		sv.log.Warn("drain deadline passed: running requests were killed")
 	}
-	if err := srv.Drain(dctx); err != nil {
-		log.Warn("drain deadline passed: running requests were killed")
-	}
-	wg.Wait()
-	if err := ex.Close(); err != nil {
-		log.Warn("closing the executor", "error", err)
-	}
-	log.Info("stopped")
-	return 0
+	<-done
+	sv.close()
+	sv.log.Info("stopped")
 }
 
 type listener struct {
@@ -281,9 +345,9 @@ func readToken(path string) (string, error) {
 // lockWorkDir makes (mode 0711: the sandbox's host uid must reach the
 // workspaces inside) and locks the server's work directory, then removes
 // what a killed server left in it. Another live server's lock is refused.
-func lockWorkDir(dir string) (string, func(), error) {
+func lockWorkDir(name, dir string) (string, func(), error) {
 	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "airlock-serve-"+strconv.Itoa(os.Getuid()))
+		dir = filepath.Join(os.TempDir(), "airlock-"+name+"-"+strconv.Itoa(os.Getuid()))
 	}
 	if err := os.Mkdir(dir, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", nil, policy.Invalid("--work-dir", "%v", err)
@@ -305,7 +369,7 @@ func lockWorkDir(dir string) (string, func(), error) {
 	}
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		lock.Close()
-		return "", nil, policy.Invalid("--work-dir", "%s is in use by another airlock serve (%v); give each its own --work-dir", dir, err)
+		return "", nil, policy.Invalid("--work-dir", "%s is in use by another airlock serve or mcp (%v); give each its own --work-dir", dir, err)
 	}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {

@@ -18,7 +18,7 @@ import (
 var commit string
 
 // commands are airlock's commands, in the order help lists them.
-var commands = []string{"run", "exec", "doctor", "posture", "policy", "serve", "help", "version", "completion"}
+var commands = []string{"run", "exec", "doctor", "posture", "policy", "serve", "mcp", "help", "version", "completion"}
 
 // versionCmd prints what identifies this build: airlock's module version,
 // the VCS commit it was built from (with -dirty for uncommitted changes),
@@ -111,6 +111,9 @@ func commandFlags(name string, w io.Writer) *flag.FlagSet {
 		return fs
 	case "serve":
 		fs, _, _ := serveFlagSet(w)
+		return fs
+	case "mcp":
+		fs, _, _, _ := mcpFlagSet(w)
 		return fs
 	}
 	return nil

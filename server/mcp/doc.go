@@ -1,0 +1,65 @@
+// Package mcp is airlock mcp: the executor of airlock serve (the same
+// server.Server, with its warm pool, run slots, queue, sessions and
+// served policy) behind the Model Context Protocol, so that any agent
+// can run code and shell commands in airlock. It is built on the
+// official Go SDK (github.com/modelcontextprotocol/go-sdk); New returns
+// an MCP whose Server runs over stdio or any SDK transport, and whose
+// Handler serves streamable HTTP.
+//
+// # Tools
+//
+//   - run_code: language, code, stdin, args, timeout, files; one fresh
+//     sandbox.
+//   - session_open, session_run (a shell command, or code in a
+//     language), session_close: a workspace kept across runs.
+//   - read_file, write_file, list_files: a session's workspace, without
+//     running anything (paths are relative to /workspace; nothing
+//     outside it is reachable: no "..", no absolute path, no link).
+//   - capabilities: languages, the served limits, the connection's
+//     limits and what this host enforces.
+//
+// Each tool has an input and an output schema; a call's result carries
+// the structured output and a readable text block. Annotations are
+// honest: no tool is read-only (each runs a sandbox or touches a
+// workspace), and openWorldHint is set only when the served policy lets
+// programs reach a network beyond the sandbox.
+//
+// A session's files are also resources, airlock://session/{id}/{path}
+// (a resource template), readable by the connection that opened it.
+//
+// # Outcomes and errors
+//
+// A program's own outcome (exit status, signal, timeout, OOM, output
+// limit, seccomp kill) is a normal result, never isError. A refusal (a
+// bad request, a limit, a host that cannot enforce the policy, a busy
+// server) is a result with isError, whose text says whether a retry can
+// help and whose structured output holds the policy.ErrorInfo (class,
+// retryable, field, message, fix). Protocol errors are left to the SDK
+// (unknown tool, a malformed request).
+//
+// # Progress and cancellation
+//
+// A call that carries a progress token gets a progress notification
+// every Config.ProgressEvery while its sandbox runs. A cancelled call
+// (notifications/cancelled), or the end of the client's connection (the
+// stdio stream closing, the HTTP session deleted or timing out), kills
+// its sandbox at once.
+//
+// # Per-connection limits
+//
+// Each client connection (an MCP session) may have at most
+// Config.MaxRuns runs going and Config.MaxSessions sessions open, and
+// sees only its own sessions. Output in one result is capped at
+// Config.MaxReturn bytes: past it the middle is cut with a note, and in
+// a session the full output is saved as a file of its workspace. The
+// server's own limits (server.Config) apply on top.
+//
+// # What it does not do
+//
+// It authenticates nothing: over HTTP, wrap Handler (airlock mcp uses
+// server.RequireToken on TCP). It never logs payload data. Over
+// streamable HTTP with protocol versions before 2026-07-28 the SDK does
+// not tie a call to its HTTP request, so a client that drops its TCP
+// connection without cancelling or deleting its session keeps its runs
+// until they end or the session's idle timeout closes it.
+package mcp
