@@ -11,10 +11,11 @@ pkgs=()
 # (about 2 minutes a pass on the host): nothing in it depends on the
 # cgroup version, and under the guest's software emulation it would cost
 # far more than it proves there.
-# server (airlock serve's HTTP layer: about 200 sandboxes a pass) likewise:
-# the cgroup-version-dependent parts under it are the executor's, which
+# server (airlock serve's HTTP layer: about 200 sandboxes a pass) and
+# server/mcp (airlock mcp's, over the same server) likewise: the
+# cgroup-version-dependent parts under them are the executor's, which
 # runs there.
-host_only() { [[ $1 == */internal/compat || $1 == */server ]]; }
+host_only() { [[ $1 == */internal/compat || $1 == */server || $1 == */server/mcp ]]; }
 
 # build_tests DIR: compile each package's tests into DIR/<pkg>.test.
 build_tests() {

@@ -21,8 +21,9 @@ const (
 	runMarker = "<!-- doctest -->"
 	// outputPrefix starts a line of a block's expected standard output.
 	outputPrefix = "#>"
-	// maxReadmeLines keeps the README an introduction: details go to docs/.
-	maxReadmeLines = 150
+	// maxReadmeLines keeps the README an introduction (about 150 lines):
+	// details go to docs/.
+	maxReadmeLines = 160
 )
 
 // shellBlock is a README block the test runs.
