@@ -59,22 +59,22 @@ func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *runFlags, *serveFlags) {
 
 // serveCmd implements `airlock serve`: listeners, the executor with its
 // warm pool, the server; SIGTERM or SIGINT drains and exits 0.
-func serveCmd(args []string, stderr io.Writer) int {
+func serveCmd(args []string, stdout, stderr io.Writer) int {
+	// A refusal at start, a bad flag included: one line saying whether a
+	// retry can help, and the exit code of its class (125, or 75 when
+	// transient), as run's.
+	fail := func(err error) int { return usageError(stdout, stderr, err) }
 	fs, f, sf := serveFlagSet(stderr)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if err == errHelp {
+			return 0
+		}
+		return fail(err)
 	}
 	if fs.NArg() > 0 {
-		fs.Usage()
-		return 2
+		return fail(policy.Invalid("serve", "takes no arguments, got %q; usage: airlock serve [--listen ADDR]... [flags]", fs.Arg(0)))
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	// A refusal at start: one line saying whether a retry can help, and
-	// the exit code of its class (125, or 75 when transient).
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "airlock serve: %v (%s)\n", err, retryHint(policy.Describe(err)))
-		return executor.ErrorResult(err).ExitCode
-	}
 	p, err := f.policy()
 	if err != nil {
 		return fail(err)
