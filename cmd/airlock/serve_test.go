@@ -1,10 +1,10 @@
 package main
 
 import (
-	"io"
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
