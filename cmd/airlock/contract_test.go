@@ -489,27 +489,29 @@ func TestCLIContract(t *testing.T) {
 func TestExitCodeAgreesWithResult(t *testing.T) {
 	e := newCLIEnv(t)
 	cliFiles(t, e.t)
-	cases := []struct {
+	type exitCase struct {
 		status nsjail.Status
 		code   int
 		args   []string
-	}{
-		{nsjail.StatusOK, 0, []string{"--", "true"}},
-		{nsjail.StatusExited, 3, []string{"--", "sh", "-c", "exit 3"}},
-		{nsjail.StatusSignaled, 139, []string{"--", "python3", "-c", "import ctypes; ctypes.string_at(0)"}},
-		{nsjail.StatusTimeout, 137, []string{"--timeout", "300ms", "--", "sleep", "10"}},
-		{nsjail.StatusCPULimit, 137, []string{"--cpu-time", "1", "--", "sh", "-c", "while :; do :; done"}},
-		{nsjail.StatusOutputLimit, 137, []string{"--max-output", "1KiB", "--", "sh", "-c", "yes"}},
-		{nsjail.StatusSeccompViolation, 137, []string{"--policy", "$T/pol/kill.json", "--", "python3", "-c", "import os; os.getppid()"}},
-		{nsjail.StatusSetupError, 127, []string{"--", "/nonexistent"}},
-		{nsjail.StatusError, 125, []string{"--memory", "lots", "--", "true"}},
+		line   string // the stderr line, printed with --json too (point 7)
 	}
+	cases := []exitCase{
+		{nsjail.StatusOK, 0, []string{"--", "true"}, ""},
+		{nsjail.StatusExited, 3, []string{"--", "sh", "-c", "exit 3"}, ""},
+		{nsjail.StatusSignaled, 139, []string{"--", "python3", "-c", "import ctypes; ctypes.string_at(0)"}, ""},
+		{nsjail.StatusTimeout, 137, []string{"--timeout", "300ms", "--", "sleep", "10"}, "airlock: killed: wall-clock timeout 300ms (--timeout)"},
+		{nsjail.StatusCPULimit, 137, []string{"--cpu-time", "1", "--", "sh", "-c", "while :; do :; done"}, "airlock: killed: CPU-time limit 1s (--cpu-time)"},
+		{nsjail.StatusOutputLimit, 137, []string{"--max-output", "1KiB", "--", "sh", "-c", "yes"}, "airlock: killed: output limit 1KiB per stream (--max-output)"},
+		{nsjail.StatusSeccompViolation, 137, []string{"--policy", "$T/pol/kill.json", "--", "python3", "-c", "import os; os.getppid()"}, "airlock: killed: seccomp: getppid"},
+		{nsjail.StatusSetupError, 127, []string{"--", "/nonexistent"}, "(do not retry: fix the request)"},
+		{nsjail.StatusError, 125, []string{"--memory", "lots", "--", "true"}, "(do not retry: fix the request)"},
+	}
+	// The OOM kill needs a memory cgroup: root on this cgroup v1 host, or
+	// rootless in a delegated one. Rootless without one an explicit
+	// --memory is refused (row 58), and the default limit is an rlimit the
+	// program meets as its own MemoryError (row 60): no memory_limit.
 	if testutil.ExpectCgroups() {
-		cases = append(cases, struct {
-			status nsjail.Status
-			code   int
-			args   []string
-		}{nsjail.StatusMemoryLimit, 137, []string{"--memory", "32MiB", "--", "python3", "-c", "b = bytearray(200 << 20)"}})
+		cases = append(cases, exitCase{nsjail.StatusMemoryLimit, 137, []string{"--memory", "32MiB", "--", "python3", "-c", "b = bytearray(200 << 20)"}, "airlock: killed: memory limit 32MiB (--memory)"})
 	}
 	for _, c := range cases {
 		t.Run(string(c.status), func(t *testing.T) {
@@ -521,6 +523,12 @@ func TestExitCodeAgreesWithResult(t *testing.T) {
 			}
 			if c.code > 128 && res.Signal != strings.ToUpper(unixSignalName(c.code-128)) {
 				t.Errorf("signal %q for exit %d", res.Signal, c.code)
+			}
+			switch {
+			case c.line == "" && r.stderr != "":
+				t.Errorf("stderr for a program that ended on its own: %s", r.stderr)
+			case c.line != "" && (!strings.Contains(r.stderr, c.line) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0):
+				t.Errorf("stderr: want one line saying %q: %s", c.line, r.stderr)
 			}
 		})
 	}
@@ -670,6 +678,86 @@ func TestFDShortageIsTransient(t *testing.T) {
 	if short == 0 {
 		t.Error("no limit was short enough to fail a run: the test proves nothing")
 	}
+}
+
+// Row 61, end to end: a CLI whose user is short of processes
+// (RLIMIT_NPROC, `ulimit -u`) fails to clone the sandbox with EAGAIN: a
+// transient failure, exit 75, class unavailable, retryable, "a retry can
+// help"; or, given enough, it runs. Nothing is left either way.
+//
+// Rootless only. RLIMIT_NPROC does not bind uid 0 (the kernel exempts
+// root, CAP_SYS_RESOURCE and CAP_SYS_ADMIN from it), and a pids cgroup
+// would need the same sweep. Not one row of TestCLIContract: the limit
+// counts every task of the user (this test's threads, the CLI's Go
+// runtime threads, made as the runtime needs them), so no one limit
+// fails the clone every time. A sweep above the tasks the user has now
+// does: a limit can also fail one of the CLI's own runtime threads first,
+// which aborts it before it has a result ("pthread_create failed": no
+// airlock outcome, as too few fds for the runtime in TestFDShortageIsTransient),
+// and above the policy's nproc it is refused as an rlimit the host
+// cannot raise. At least one limit must end as transient.
+func TestNprocShortageIsTransient(t *testing.T) {
+	if !testutil.Rootless() {
+		t.Skip("rootless only: RLIMIT_NPROC does not bind root (see the comment)")
+	}
+	e := newCLIEnv(t)
+	prlimit := testutil.RequireBinary(t, "prlimit")
+	e.run(t, "", "run", "--", "true") // the filter cached
+	short := 0
+	for k := 1; k <= 16; k++ {
+		n := userTasks(t, os.Getuid()) + k
+		cmd, o, eb := e.startWith(t, []string{prlimit, "--nproc=" + strconv.Itoa(n), e.bin}, "", "run", "--json", "--", "true")
+		r := e.wait(t, cmd, o, eb)
+		e.left(t, r)
+		if r.code == 2 && r.stdout == "" && (strings.Contains(r.stderr, "pthread_create failed") || strings.Contains(r.stderr, "failed to create new OS thread")) {
+			continue // the runtime of the CLI itself, not the sandbox
+		}
+		res, _ := oneResult(t, r)
+		switch {
+		case r.code == 0 && res.Status == nsjail.StatusOK:
+		case r.code == 125 && res.Error != nil && res.Error.Class == policy.ClassUnsupported && res.Error.Field == "rlimits":
+		case r.code == 75 && res.ExitCode == 75 && res.Status == nsjail.StatusSetupError && res.Error != nil &&
+			res.Error.Class == policy.ClassUnavailable && res.Error.Retryable && strings.Contains(r.stderr, "transient: a retry can help"):
+			short++
+		default:
+			t.Errorf("nproc %d (+%d): exit %d, %+v %+v\n%s", n, k, r.code, res, res.Error, r.stderr)
+		}
+	}
+	t.Logf("%d of 16 process limits failed the run as transient", short)
+	if short == 0 {
+		t.Error("no limit failed the sandbox's clone: the test proves nothing")
+	}
+}
+
+// userTasks counts the tasks (threads) whose real uid is uid: what
+// RLIMIT_NPROC counts.
+func userTasks(t *testing.T, uid int) int {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/[0-9]*/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // gone
+		}
+		var real, threads int
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Uid:"); ok {
+				if fs := strings.Fields(v); len(fs) > 0 {
+					real, _ = strconv.Atoi(fs[0])
+				}
+			} else if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+				threads, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+		if real == uid {
+			n += threads
+		}
+	}
+	return n
 }
 
 // Row 74: a policy file named without .json or a slash is read as a
