@@ -139,7 +139,38 @@ type cliCase struct {
 	class  string        // the error class; "" = no error
 	msg    []string      // what stderr must name (the flag, the value, the fix)
 	only   string        // "root" or "rootless": the row holds for that one only
-	check  func(t *testing.T, res *executor.Result, plain cliRun)
+	out    []string      // what stdout must say (no --json: help text)
+	// closedStdout: the CLI starts with fd 1 closed (>&-): the --json run
+	// prints nothing there, and says on stderr the result could not be
+	// written.
+	closedStdout bool
+	check        func(t *testing.T, res *executor.Result, plain cliRun)
+}
+
+// bigArgv is row 49's argv that fits: 1,900 arguments of 999 bytes
+// (about 1.9 MB, under the 2 MB ARG_MAX of an 8 MiB stack).
+var bigArgv = func() []string {
+	a := make([]string, 1900)
+	for i := range a {
+		a[i] = strings.Repeat(string(rune('a'+i%26)), 999)
+	}
+	return a
+}()
+
+// bigArgvSeen checks that the program saw all of bigArgv.
+func bigArgvSeen(t *testing.T, res *executor.Result, plain cliRun) {
+	if res.Stdout != "1900 999\n" || plain.stdout != "1900 999\n" {
+		t.Errorf("the program saw %q / %q, want 1900 arguments of 999 bytes", res.Stdout, plain.stdout)
+	}
+}
+
+// runClosedStdout runs the CLI with its fd 1 closed, as `airlock ... >&-`.
+func (e *cliEnv) runClosedStdout(t *testing.T, stdin string, args ...string) cliRun {
+	t.Helper()
+	cmd, o, eb := e.startWith(t, []string{"/bin/sh", "-c", `exec "$@" >&-`, "sh", e.bin}, stdin, args...)
+	r := e.wait(t, cmd, o, eb)
+	// The CLI is the shell's pid: exec keeps it.
+	return r
 }
 
 // cliFiles are the files the rows use, in T.
@@ -208,6 +239,9 @@ func TestCLIContract(t *testing.T) {
 		{row: "10", args: []string{"run", "--ro-bind", "/nonexistent", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--ro-bind", "/nonexistent", "does not exist"}},
 		{row: "11", args: []string{"run", "--ro-bind", "$T:relative/dst", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--ro-bind", "relative/dst"}},
 		{row: "12", args: []string{"run", "--bind", "$T:/proc", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--bind", "/proc", "reserved"}},
+		{row: "12-root", args: []string{"run", "--bind", "$T:/", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--bind", `"/" is reserved`}},
+		{row: "12-dev", args: []string{"run", "--bind", "$T:/dev", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--bind", `"/dev" is reserved`}},
+		{row: "12-proc-self", args: []string{"run", "--ro-bind", "$T:/proc/self", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--ro-bind", `"/proc/self" is reserved`}},
 		{row: "13", args: []string{"run", "--ro-bind", "relsrc", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--ro-bind", "absolute", "$PWD/relsrc"}},
 		{row: "14", args: []string{"run", "--ro-bind", "$T", "$T", "--", "ls", "$T"}, code: 125, status: "error", class: invalid, msg: []string{"--ro-bind", "SRC[:DST]", "bwrap"}},
 		{row: "15", args: []string{"run", "--ro-bind", "$T/pol:/d", "--ro-bind", "$T/adir:/d", "--", "ls", "/d"}, code: 125, status: "error", class: invalid, msg: []string{"--ro-bind", "/d", "hide"}},
@@ -215,6 +249,9 @@ func TestCLIContract(t *testing.T) {
 		{row: "17", args: []string{"run", "--memory", "0", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--memory", "omit --memory", "512MiB"}},
 		{row: "18", args: []string{"run", "--memory", "-1", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--memory", "-1"}},
 		{row: "19", args: []string{"run", "--memory", "1TiB", "--best-effort", "--", "true"}, code: 0, status: "ok"},
+		// Point 10: zero is no silent default for any limit flag.
+		{row: "17-max-output", args: []string{"run", "--max-output", "0", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--max-output", "omit --max-output", "1MiB"}},
+		{row: "17-cpu-time", args: []string{"run", "--cpu-time", "0", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--cpu-time", "omit --cpu-time", "no CPU-time limit"}},
 		{row: "20", args: []string{"run", "--memory", "100", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--memory", "1 MiB minimum"}},
 		{row: "21", args: []string{"run", "--timeout", "garbage", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--timeout", "garbage", "example: --timeout 10s"}},
 		{row: "22", args: []string{"run", "--timeout", "5", "--", "true"}, code: 0, status: "ok", check: func(t *testing.T, res *executor.Result, _ cliRun) {
@@ -249,6 +286,7 @@ func TestCLIContract(t *testing.T) {
 		{row: "38", args: []string{"run", "--policy", "$T/pol/nosuch.json", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"nosuchsyscall"}},
 		{row: "39", args: []string{"run", "--preset", "strict", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--preset", "strict", "known: default"}},
 		{row: "40", args: []string{"run", "--preset", "default", "--policy", "$T/pol/bare.json", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--preset", "--policy"}},
+		{row: "40b", args: []string{"run", "--preset", "nosuch", "--policy", "$T/pol/bare.json", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--preset", `"nosuch"`, "--policy"}},
 		{row: "41", args: []string{"run", "--net", "foo", "--", "true"}, code: 125, status: "error", class: invalid, msg: []string{"--net", "foo", "none, loopback, host"}},
 		// Issue 20: an allow-list runs (nothing is resolved until the
 		// program connects).
@@ -264,7 +302,15 @@ func TestCLIContract(t *testing.T) {
 			}
 		}},
 		{row: "47", args: []string{"run", "--setenv", "A B=1", "--", "env"}, code: 125, status: "error", class: invalid, msg: []string{"--setenv", "A B"}},
+		{row: "49", args: append([]string{"run", "--", "sh", "-c", `echo $# ${#1}`, "sh"}, bigArgv...), code: 0, status: "ok", check: bigArgvSeen},
+		{row: "49-exec", args: append([]string{"exec", "--lang", "sh", "-c", `echo $# ${#1}`}, bigArgv...), code: 0, status: "ok", check: bigArgvSeen},
 		{row: "50", args: []string{"run", "--", "cat"}, code: 0, status: "ok"},
+		// Bare, echo fails with EBADF; airlock's own fd 1 is the
+		// /dev/null Go's runtime opens at a closed fd, passed on. With
+		// --json the result cannot reach the caller: stderr says so, and
+		// the exit status is still the run's.
+		{row: "51", args: []string{"run", "--", "/bin/echo", "hi"}, code: 0, status: "ok", closedStdout: true},
+		{row: "51-exit", args: []string{"run", "--", "sh", "-c", "exit 3"}, code: 3, status: "exited", closedStdout: true},
 		{row: "56", args: []string{"run", "--", "sh", "-c", "id -u"}, code: 0, status: "ok", only: "rootless"},
 		{row: "58", args: []string{"run", "--memory", "64M", "--", "true"}, code: 125, status: "error", class: policy.ClassUnsupported, msg: []string{"memory", "fix:", "--best-effort", "do not retry"}, only: "rootless-v1"},
 		{row: "59", args: []string{"run", "--memory", "64M", "--pids", "10", "--cpus", "1", "--best-effort", "--", "true"}, code: 0, status: "ok"},
@@ -288,6 +334,12 @@ func TestCLIContract(t *testing.T) {
 				t.Errorf("--max-output 10: %d bytes passed through, %d captured (truncated %v)", len(plain.stdout), len(res.Stdout), res.StdoutTruncated)
 			}
 		}},
+		// Point 7: the CPU-time kill has its own status and line; the
+		// memory kill needs a cgroup (root here; rootless with a
+		// delegated one), without one the rlimit makes it an error of the
+		// program's own.
+		{row: "cpu-limit", args: []string{"run", "--cpu-time", "1", "--", "sh", "-c", "while :; do :; done"}, code: 137, status: "cpu_limit", msg: []string{"killed: CPU-time limit 1s (--cpu-time)", "a retry under the same limit ends the same way"}},
+		{row: "memory-limit", args: []string{"run", "--memory", "32MiB", "--", "python3", "-c", "b = bytearray(200 << 20)"}, code: 137, status: "memory_limit", msg: []string{"killed: memory limit 32MiB (--memory)", "a retry under the same limit ends the same way"}, only: "cgroup"},
 		{row: "79-seccomp", args: []string{"run", "--policy", "$T/pol/kill.json", "--", "python3", "-c", "import os; os.getppid()"}, code: 137, status: "seccomp_violation", msg: []string{"killed: seccomp: getppid"}},
 		{row: "html", args: []string{"run", "--", "sh", "-c", "echo '<a&b>'"}, code: 0, status: "ok", check: func(t *testing.T, res *executor.Result, _ cliRun) {
 			if res.Stdout != "<a&b>\n" {
@@ -299,6 +351,48 @@ func TestCLIContract(t *testing.T) {
 				t.Errorf("binary output: %q encoding %q, passed through %q", res.Stdout, res.StdoutEncoding, plain.stdout)
 			}
 		}},
+	}
+	// Point 5: a usage error of any command is invalid, exit 125 with the
+	// retry hint (never 2); --help is exit 0 on stdout.
+	for _, u := range []struct {
+		row  string
+		args []string
+		msg  []string
+	}{
+		{"usage-exec", []string{"exec", "--frobnicate", "--lang", "sh", "-c", "true"}, []string{"--frobnicate", "no such flag"}},
+		{"usage-doctor", []string{"doctor", "--frobnicate"}, []string{"--frobnicate", "no such flag", "airlock doctor --help"}},
+		{"usage-doctor-arg", []string{"doctor", "extra"}, []string{"doctor", `"extra"`}},
+		{"usage-policy", []string{"policy", "--frobnicate"}, []string{"--frobnicate", "no such flag"}},
+		{"usage-policy-sub", []string{"policy", "valdate"}, []string{"did you mean validate"}},
+		{"usage-policy-none", []string{"policy"}, []string{"no subcommand"}},
+		{"usage-policy-flag", []string{"policy", "show", "--frobnicate"}, []string{"--frobnicate", "no such flag"}},
+		{"usage-policy-args", []string{"policy", "show", "default", "extra"}, []string{"one NAME or FILE"}},
+		{"usage-posture", []string{"posture", "--frobnicate"}, []string{"--frobnicate", "no such flag"}},
+		{"usage-posture-arg", []string{"posture", "--", "true"}, []string{"posture", "takes no program"}},
+		{"usage-serve", []string{"serve", "--frobnicate"}, []string{"--frobnicate", "no such flag"}},
+		{"usage-serve-value", []string{"serve", "--max-concurrent", "many"}, []string{"--max-concurrent", "many"}},
+		{"usage-serve-arg", []string{"serve", "extra"}, []string{"serve", `"extra"`}},
+		{"usage-mcp", []string{"mcp", "--frobnicate"}, []string{"--frobnicate", "no such flag"}},
+		{"usage-mcp-value", []string{"mcp", "--conn-max-return", "lots"}, []string{"--conn-max-return", "lots"}},
+		{"usage-mcp-arg", []string{"mcp", "extra"}, []string{"mcp", `"extra"`}},
+		{"usage-help", []string{"help", "rnu"}, []string{`"rnu"`, "did you mean run"}},
+		{"usage-help-args", []string{"help", "run", "exec"}, []string{"help", "one COMMAND"}},
+		{"usage-completion", []string{"completion", "fish"}, []string{"completion", "fish", "bash or zsh"}},
+		{"usage-version", []string{"version", "--frobnicate"}, []string{"version", "--frobnicate"}},
+	} {
+		c := cliCase{row: u.row, args: u.args, code: 125, class: invalid, msg: u.msg}
+		if u.args[0] == "exec" {
+			c.status = "error" // and with --json, its one result
+		}
+		cases = append(cases, c)
+	}
+	for _, h := range [][]string{{"run", "--help"}, {"exec", "--help"}, {"doctor", "--help"}, {"policy", "--help"}, {"posture", "--help"},
+		{"serve", "--help"}, {"mcp", "--help"}, {"help", "doctor"}, {"completion", "--help"}, {"version", "--help"}} {
+		name := h[0]
+		if name == "help" {
+			name = h[1]
+		}
+		cases = append(cases, cliCase{row: "help-" + h[0], args: h, code: 0, out: []string{"usage: airlock " + name}})
 	}
 	if hasRuby {
 		t.Log("ruby is installed: row 68 (a language this host lacks) is not tried")
@@ -321,8 +415,16 @@ func TestCLIContract(t *testing.T) {
 				if !rootlessV1 {
 					t.Skip("rootless without a delegated cgroup only: elsewhere an explicit memory limit is enforced")
 				}
+			case "cgroup":
+				if !testutil.ExpectCgroups() {
+					t.Skip("needs a cgroup: rootless on this host, --memory is refused (row 58)")
+				}
 			}
-			plain := e.run(t, c.stdin, c.args...)
+			run := e.run
+			if c.closedStdout {
+				run = e.runClosedStdout
+			}
+			plain := run(t, c.stdin, c.args...)
 			e.left(t, plain)
 			if plain.code != c.code {
 				t.Errorf("exit %d, want %d\nstdout: %q\nstderr: %s", plain.code, c.code, plain.stdout, plain.stderr)
@@ -331,6 +433,14 @@ func TestCLIContract(t *testing.T) {
 				if !strings.Contains(plain.stderr, strings.ReplaceAll(m, "$T", e.t)) {
 					t.Errorf("stderr does not say %q: %s", m, plain.stderr)
 				}
+			}
+			for _, m := range c.out {
+				if !strings.Contains(plain.stdout, m) {
+					t.Errorf("stdout does not say %q: %q", m, plain.stdout)
+				}
+			}
+			if c.code == 0 && c.out != nil && plain.stderr != "" {
+				t.Errorf("help on stderr too: %s", plain.stderr)
 			}
 			if c.class != "" {
 				hint := map[string]string{policy.ClassInvalid: "do not retry", policy.ClassUnsupported: "do not retry", policy.ClassUnavailable: "retry can help"}[c.class]
@@ -342,8 +452,14 @@ func TestCLIContract(t *testing.T) {
 				return
 			}
 			args := append([]string{c.args[0], "--json"}, c.args[1:]...)
-			r := e.run(t, c.stdin, args...)
+			r := run(t, c.stdin, args...)
 			e.left(t, r)
+			if c.closedStdout {
+				if r.code != c.code || !strings.Contains(r.stderr, "the JSON result could not be written to stdout") {
+					t.Errorf("--json, stdout closed: exit %d, want %d and a line saying the result was lost: %s", r.code, c.code, r.stderr)
+				}
+				return
+			}
 			res, raw := oneResult(t, r)
 			if r.code != c.code || res.ExitCode != c.code || res.Status != c.status {
 				t.Errorf("--json: exit %d, exit_code %d, status %s; want %d %s\n%s", r.code, res.ExitCode, res.Status, c.code, c.status, r.stdout)
@@ -376,27 +492,29 @@ func TestCLIContract(t *testing.T) {
 func TestExitCodeAgreesWithResult(t *testing.T) {
 	e := newCLIEnv(t)
 	cliFiles(t, e.t)
-	cases := []struct {
+	type exitCase struct {
 		status nsjail.Status
 		code   int
 		args   []string
-	}{
-		{nsjail.StatusOK, 0, []string{"--", "true"}},
-		{nsjail.StatusExited, 3, []string{"--", "sh", "-c", "exit 3"}},
-		{nsjail.StatusSignaled, 139, []string{"--", "python3", "-c", "import ctypes; ctypes.string_at(0)"}},
-		{nsjail.StatusTimeout, 137, []string{"--timeout", "300ms", "--", "sleep", "10"}},
-		{nsjail.StatusCPULimit, 137, []string{"--cpu-time", "1", "--", "sh", "-c", "while :; do :; done"}},
-		{nsjail.StatusOutputLimit, 137, []string{"--max-output", "1KiB", "--", "sh", "-c", "yes"}},
-		{nsjail.StatusSeccompViolation, 137, []string{"--policy", "$T/pol/kill.json", "--", "python3", "-c", "import os; os.getppid()"}},
-		{nsjail.StatusSetupError, 127, []string{"--", "/nonexistent"}},
-		{nsjail.StatusError, 125, []string{"--memory", "lots", "--", "true"}},
+		line   string // the stderr line, printed with --json too (point 7)
 	}
+	cases := []exitCase{
+		{nsjail.StatusOK, 0, []string{"--", "true"}, ""},
+		{nsjail.StatusExited, 3, []string{"--", "sh", "-c", "exit 3"}, ""},
+		{nsjail.StatusSignaled, 139, []string{"--", "python3", "-c", "import ctypes; ctypes.string_at(0)"}, ""},
+		{nsjail.StatusTimeout, 137, []string{"--timeout", "300ms", "--", "sleep", "10"}, "airlock: killed: wall-clock timeout 300ms (--timeout)"},
+		{nsjail.StatusCPULimit, 137, []string{"--cpu-time", "1", "--", "sh", "-c", "while :; do :; done"}, "airlock: killed: CPU-time limit 1s (--cpu-time)"},
+		{nsjail.StatusOutputLimit, 137, []string{"--max-output", "1KiB", "--", "sh", "-c", "yes"}, "airlock: killed: output limit 1KiB per stream (--max-output)"},
+		{nsjail.StatusSeccompViolation, 137, []string{"--policy", "$T/pol/kill.json", "--", "python3", "-c", "import os; os.getppid()"}, "airlock: killed: seccomp: getppid"},
+		{nsjail.StatusSetupError, 127, []string{"--", "/nonexistent"}, "(do not retry: fix the request)"},
+		{nsjail.StatusError, 125, []string{"--memory", "lots", "--", "true"}, "(do not retry: fix the request)"},
+	}
+	// The OOM kill needs a memory cgroup: root on this cgroup v1 host, or
+	// rootless in a delegated one. Rootless without one an explicit
+	// --memory is refused (row 58), and the default limit is an rlimit the
+	// program meets as its own MemoryError (row 60): no memory_limit.
 	if testutil.ExpectCgroups() {
-		cases = append(cases, struct {
-			status nsjail.Status
-			code   int
-			args   []string
-		}{nsjail.StatusMemoryLimit, 137, []string{"--memory", "32MiB", "--", "python3", "-c", "b = bytearray(200 << 20)"}})
+		cases = append(cases, exitCase{nsjail.StatusMemoryLimit, 137, []string{"--memory", "32MiB", "--", "python3", "-c", "b = bytearray(200 << 20)"}, "airlock: killed: memory limit 32MiB (--memory)"})
 	}
 	for _, c := range cases {
 		t.Run(string(c.status), func(t *testing.T) {
@@ -408,6 +526,12 @@ func TestExitCodeAgreesWithResult(t *testing.T) {
 			}
 			if c.code > 128 && res.Signal != strings.ToUpper(unixSignalName(c.code-128)) {
 				t.Errorf("signal %q for exit %d", res.Signal, c.code)
+			}
+			switch {
+			case c.line == "" && r.stderr != "":
+				t.Errorf("stderr for a program that ended on its own: %s", r.stderr)
+			case c.line != "" && (!strings.Contains(r.stderr, c.line) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0):
+				t.Errorf("stderr: want one line saying %q: %s", c.line, r.stderr)
 			}
 		})
 	}
@@ -556,6 +680,57 @@ func TestFDShortageIsTransient(t *testing.T) {
 	t.Logf("%d of 9 fd limits failed the run as transient", short)
 	if short == 0 {
 		t.Error("no limit was short enough to fail a run: the test proves nothing")
+	}
+}
+
+// Row 61, end to end: the kernel refuses the clone that creates the
+// sandbox with EAGAIN (as it does for a user at RLIMIT_NPROC or a full
+// pids cgroup): a transient failure, exit 75, status setup_error, class
+// unavailable, retryable, "a retry can help" on stderr, with and without
+// --json, root and rootless, and nothing left.
+//
+// The EAGAIN is strace's (every clone(2) fails; threads are made with
+// clone3, untouched), because a real limit is not deterministic here:
+// RLIMIT_NPROC (prlimit --nproc, ulimit -u) does not bind root (the kernel
+// exempts uid 0, CAP_SYS_RESOURCE and CAP_SYS_ADMIN), and rootless it
+// counts every task of the user, this test's threads and the CLI's Go
+// runtime threads (made when the runtime needs one) included: measured
+// here, a sweep of limits ends in an aborted runtime ("pthread_create
+// failed"), a failed sandbox init or the clone's EAGAIN from one run to
+// the next. A pids cgroup has the same race with the runtime's threads.
+func TestCloneEAGAINIsTransient(t *testing.T) {
+	e := newCLIEnv(t)
+	strace := requireStrace(t)
+	for _, asJSON := range []bool{false, true} {
+		args := []string{"run", "--", "true"}
+		if asJSON {
+			args = []string{"run", "--json", "--", "true"}
+		}
+		log := filepath.Join(e.work, "strace.log")
+		cmd, o, eb := e.startWith(t, []string{strace, "-f", "-qq", "-o", log, "-e", "trace=clone,execve", "-e", "inject=clone:error=EAGAIN", e.bin}, "", args...)
+		r := e.wait(t, cmd, o, eb)
+		// The CLI is strace's child: its pid (which its cgroups are
+		// named by) opens the log.
+		b, _ := os.ReadFile(log)
+		os.Remove(log)
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			r.pid, _ = strconv.Atoi(f[0])
+		}
+		if !strings.Contains(string(b), "EAGAIN (Resource temporarily unavailable) (INJECTED)") {
+			t.Fatalf("no clone was made to fail: %.2000s", b)
+		}
+		e.left(t, r)
+		if r.code != 75 || !strings.Contains(r.stderr, "clone") || !strings.Contains(r.stderr, "(transient: a retry can help)") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("--json %v: exit %d, want 75 and one line naming the clone with the retry hint: %s", asJSON, r.code, r.stderr)
+		}
+		if !asJSON {
+			continue
+		}
+		res, _ := oneResult(t, r)
+		if res.ExitCode != 75 || res.Status != nsjail.StatusSetupError || res.Error == nil || res.Error.Class != policy.ClassUnavailable ||
+			!res.Error.Retryable || res.Error.Stage != "clone" {
+			t.Errorf("--json: %s %d %+v", res.Status, res.ExitCode, res.Error)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,18 +19,31 @@ import (
 
 const doctorUsage = "usage: airlock doctor [--json]\n\nWhat this host can enforce, and how to fix what it cannot; exit 0 when\neverything the default policy needs is there, 1 otherwise.\n"
 
+// doctorFlagSet is doctor's flag set, printing to out.
+func doctorFlagSet(out io.Writer) (*flag.FlagSet, *bool) {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(out)
+	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), doctorUsage+"\nflags:\n")
+		fs.PrintDefaults()
+	}
+	return fs, asJSON
+}
+
 // doctorCmd implements `airlock doctor [--json]`: what this host can
 // enforce, and how to fix what it cannot. Exit 0 when everything the
 // default policy needs is there, 1 otherwise.
 func doctorCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
-		fmt.Fprint(stdout, doctorUsage)
-		return 0
+	fs, asJSON := doctorFlagSet(stderr)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if err == errHelp {
+			return 0
+		}
+		return usageError(stdout, stderr, err)
 	}
-	asJSON := len(args) == 1 && args[0] == "--json"
-	if len(args) > 1 || len(args) == 1 && !asJSON {
-		fmt.Fprint(stderr, doctorUsage)
-		return 2
+	if fs.NArg() > 0 {
+		return usageError(stdout, stderr, policy.Invalid("doctor", "takes no arguments, got %q; usage: airlock doctor [--json]", fs.Arg(0)))
 	}
 	// As the CLI's executor sees the host: it may move itself into a
 	// cgroup leaf (cliConfig).
@@ -40,7 +54,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		egress = egressRun()
 	}
 	r.Checks = append(r.Checks, dry, egress)
-	if asJSON {
+	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")

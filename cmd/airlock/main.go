@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 func main() {
@@ -69,20 +71,31 @@ func cli(args []string) int {
 	case "posture":
 		return postureCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "serve":
-		return serveCmd(args[1:], os.Stderr)
+		return serveCmd(args[1:], os.Stdout, os.Stderr)
 	case "mcp":
-		return mcpCmd(args[1:], os.Stderr)
+		return mcpCmd(args[1:], os.Stdout, os.Stderr)
 	case "help", "-h", "--help":
 		return helpCmd(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":
+		if len(args) > 1 {
+			if args[1] == "--help" || args[1] == "-h" {
+				return helpCmd([]string{"version"}, os.Stdout, os.Stderr)
+			}
+			return usageError(os.Stdout, os.Stderr, policy.Invalid(args[0], "takes no arguments, got %q; usage: airlock version", args[1]))
+		}
 		return versionCmd(os.Stdout)
 	case "completion":
 		return completionCmd(args[1:], os.Stdout, os.Stderr)
 	}
+	return usageError(os.Stdout, os.Stderr, unknownCommand(args[0]))
+}
+
+// unknownCommand is the error for a command airlock does not have, with
+// the closest one when it looks like a typo.
+func unknownCommand(name string) error {
 	hint := ""
-	if c := closest(args[0], commands); c != "" {
+	if c := closest(name, commands); c != "" {
 		hint = " (did you mean " + c + "?)"
 	}
-	fmt.Fprintf(os.Stderr, "airlock: unknown command %q%s; run 'airlock help' for the commands (do not retry: fix the request)\n", args[0], hint)
-	return exitSetup
+	return policy.Invalid("command", "unknown command %q%s; the commands: %s (airlock help)", name, hint, strings.Join(commands, ", "))
 }

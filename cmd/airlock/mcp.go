@@ -46,18 +46,22 @@ func mcpFlagSet(stderr io.Writer) (*flag.FlagSet, *runFlags, *serveFlags, *mcpFl
 // mcpCmd implements `airlock mcp`: the server airlock serve builds,
 // behind MCP over stdio or streamable HTTP. stdin's end (stdio), SIGTERM
 // or SIGINT ends it: runs are cancelled, sessions closed; exit 0.
-func mcpCmd(args []string, stderr io.Writer) int {
+func mcpCmd(args []string, stdout, stderr io.Writer) int {
 	fs, f, sf, mf := mcpFlagSet(stderr)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	// A bad flag or argument is refused as run's are (125, the retry
+	// hint); --help goes to stdout, which serves nothing yet.
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if err == errHelp {
+			return 0
+		}
+		return usageError(stdout, stderr, err)
 	}
 	if fs.NArg() > 0 {
-		fs.Usage()
-		return 2
+		return usageError(stdout, stderr, policy.Invalid("mcp", "takes no arguments, got %q; usage: airlock mcp [--listen ADDR]... [flags]", fs.Arg(0)))
 	}
 	maxReturn, err := policy.ParseSize(mf.maxReturn)
 	if err != nil || maxReturn <= 0 || maxReturn > 1<<30 {
-		return failStart("mcp", policy.Invalid("--conn-max-return", "%q: want a positive size like 64KiB", mf.maxReturn), stderr)
+		return failStart(policy.Invalid("--conn-max-return", "%q: want a positive size like 64KiB", mf.maxReturn), stderr)
 	}
 	sv, code := startServed("mcp", f, sf, stderr)
 	if sv == nil {
@@ -67,14 +71,14 @@ func mcpCmd(args []string, stderr io.Writer) int {
 	m, err := mcp.New(mcp.Config{Server: sv.srv, MaxRuns: mf.maxRuns, MaxSessions: mf.maxSessions, MaxReturn: int(maxReturn),
 		SessionIdle: mf.idle, Version: mcpVersion(), Logger: sv.log})
 	if err != nil {
-		return failStart("mcp", err, stderr)
+		return failStart(err, stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if len(sv.lns) > 0 {
 		err := sv.serveHTTP(ctx, func() { stop(); m.Close() }, func() http.Handler { return m.Handler() })
 		if err != nil {
-			return failStart("mcp", err, stderr)
+			return failStart(err, stderr)
 		}
 		return 0
 	}

@@ -27,9 +27,18 @@ func policyCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, policyUsage)
 		return 0
 	}
-	if len(args) == 0 || len(args) > 2 {
-		fmt.Fprint(stderr, policyUsage)
-		return 2
+	// A usage error (no or an unknown subcommand, a flag, an extra
+	// argument) is an invalid request: 125, as run's. Exit 1 is kept for
+	// a policy found invalid, the answer validate is asked for.
+	switch {
+	case len(args) == 0:
+		return usageError(stdout, stderr, policy.Invalid("policy", "no subcommand: give show, validate or compile; usage: airlock policy show|validate|compile [NAME|FILE]"))
+	case !slices.Contains(policySubcommands, args[0]):
+		return usageError(stdout, stderr, unknownSubcommand(args[0]))
+	case len(args) > 2:
+		return usageError(stdout, stderr, policy.Invalid("policy "+args[0], "takes one NAME or FILE, got %d arguments", len(args)-1))
+	case len(args) == 2 && strings.HasPrefix(args[1], "-") && args[1] != "-":
+		return usageError(stdout, stderr, policy.Invalid(args[1], "no such flag: airlock policy %s takes no flags, only a NAME or FILE (a file whose name starts with - is ./%s)", args[0], args[1]))
 	}
 	name := "default"
 	if len(args) == 2 {
@@ -88,8 +97,24 @@ func policyCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, strings.Join(seccomp.Disassemble(prog), "\n"))
 		return 0
 	}
-	fmt.Fprint(stderr, policyUsage)
-	return 2
+	return usageError(stdout, stderr, unknownSubcommand(args[0]))
+}
+
+// policySubcommands are airlock policy's subcommands.
+var policySubcommands = []string{"show", "validate", "compile"}
+
+// unknownSubcommand is the error for a policy subcommand there is not
+// (a flag too: policy has none), with the closest one.
+func unknownSubcommand(name string) error {
+	field, what := "policy", "subcommand"
+	if strings.HasPrefix(name, "-") {
+		field, what = name, "flag (policy has none)"
+	}
+	hint := ""
+	if c := closest(strings.TrimLeft(name, "-"), policySubcommands); c != "" {
+		hint = " (did you mean " + c + "?)"
+	}
+	return policy.Invalid(field, "no such %s: %q%s; usage: airlock policy show|validate|compile [NAME|FILE]", what, name, hint)
 }
 
 // loadPolicy reads a preset, a policy file (JSON or YAML), or a seccomp profile

@@ -38,8 +38,16 @@ func TestPolicyCommands(t *testing.T) {
 	if code, out, errOut := policyRun("validate", oci); code != 0 || !strings.Contains(out, "2 rules") {
 		t.Errorf("OCI profile: exit %d %q %q", code, out, errOut)
 	}
-	if code, _, _ := policyRun("frobnicate"); code != 2 {
-		t.Errorf("unknown subcommand: exit %d", code)
+	// Usage errors are invalid requests: 125 with the retry hint, as
+	// run's; a policy found invalid stays 1.
+	for _, args := range [][]string{{"frobnicate"}, {"valdate"}, {}, {"show", "default", "extra"}, {"show", "--frobnicate"}, {"--json"}} {
+		code, out, errOut := policyRun(args...)
+		if code != exitSetup || out != "" || !strings.Contains(errOut, "do not retry: fix the request") || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("policy %q: exit %d, stdout %q, stderr %q; want 125 and one line", args, code, out, errOut)
+		}
+	}
+	if _, _, errOut := policyRun("valdate"); !strings.Contains(errOut, "did you mean validate") {
+		t.Errorf("policy valdate: %q", errOut)
 	}
 }
 

@@ -56,17 +56,14 @@ func postureCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if err == errHelp {
 			return 0
 		}
-		fmt.Fprintf(stderr, "airlock: %v (do not retry: fix the request)\n", err)
-		return exitSetup
+		return usageError(stdout, stderr, err)
 	}
 	if fs.NArg() > 0 {
-		fs.Usage()
-		return 2
+		return usageError(stdout, stderr, policy.Invalid("posture", "takes no program or arguments, got %q: it runs its own prober; %s", fs.Arg(0), postureUsage))
 	}
 	p, err := f.policy()
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock: %v (%s)\n", err, retryHint(policy.Describe(err)))
-		return exitSetup
+		return usageError(stdout, stderr, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

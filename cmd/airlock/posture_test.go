@@ -212,7 +212,8 @@ func TestPostureTextAndRefusals(t *testing.T) {
 			t.Errorf("%v: exit %d %q, want 125", args, code, errb.String())
 		}
 	}
-	if code := postureCmd([]string{"extra"}, strings.NewReader(""), &out, &errb); code != 2 {
-		t.Errorf("positional argument: exit %d, want 2", code)
+	errb.Reset()
+	if code := postureCmd([]string{"extra"}, strings.NewReader(""), &out, &errb); code != exitSetup || !strings.Contains(errb.String(), "do not retry: fix the request") {
+		t.Errorf("positional argument: exit %d %q, want 125 with the retry hint", code, errb.String())
 	}
 }

@@ -34,6 +34,15 @@ func (o *reporter) fail(err error) int {
 	return o.report(executor.ErrorResult(err), nil)
 }
 
+// usageError reports a command line that names no request a command can
+// carry out (an unknown flag or subcommand, a missing or extra argument)
+// as run and exec report theirs: class invalid, one stderr line ending in
+// the retry hint, exit 125. Commands whose --json prints a report, not a
+// result, (doctor, posture, policy, serve, help) report it this way.
+func usageError(stdout, stderr io.Writer, err error) int {
+	return (&reporter{stdout: stdout, stderr: stderr}).fail(err)
+}
+
 // retryHint says, after a failure's message, whether retrying can help.
 func retryHint(e *policy.ErrorInfo) string {
 	switch e.Class {
@@ -53,13 +62,19 @@ func (o *reporter) report(res *executor.Result, p *policy.Policy) int {
 	if line := o.line(res, p); line != "" {
 		fmt.Fprintf(o.stderr, "airlock: %s\n", line)
 	}
+	if o.json && o.stdout == io.Writer(os.Stdout) && stdoutClosedAtStart() {
+		// Closed when airlock started (>&-): the runtime's /dev/null
+		// would swallow the result without an error.
+		fmt.Fprintf(o.stderr, "airlock: the JSON result could not be written to stdout: it was closed when airlock started (exit %d)\n", res.ExitCode)
+		return res.ExitCode
+	}
 	if o.json {
 		enc := json.NewEncoder(o.stdout)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
 			// A closed stdout: the result is lost, but not silently.
-			fmt.Fprintf(o.stderr, "airlock: the JSON result could not be written to stdout: %v\n", err)
+			fmt.Fprintf(o.stderr, "airlock: the JSON result could not be written to stdout: %v (exit %d)\n", err, res.ExitCode)
 		}
 	}
 	return res.ExitCode

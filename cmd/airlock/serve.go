@@ -65,19 +65,25 @@ func serverFlagSet(name, usage, listenDefault string, stderr io.Writer) (*flag.F
 
 // serveCmd implements `airlock serve`: listeners, the executor with its
 // warm pool, the server; SIGTERM or SIGINT drains and exits 0.
-func serveCmd(args []string, stderr io.Writer) int {
+func serveCmd(args []string, stdout, stderr io.Writer) int {
+	// A refusal at start, a bad flag included: one line saying whether a
+	// retry can help, and the exit code of its class (125, or 75 when
+	// transient), as run's.
+	fail := func(err error) int { return usageError(stdout, stderr, err) }
 	fs, f, sf := serveFlagSet(stderr)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if err == errHelp {
+			return 0
+		}
+		return fail(err)
 	}
 	if fs.NArg() > 0 {
-		fs.Usage()
-		return 2
+		return fail(policy.Invalid("serve", "takes no arguments, got %q; usage: airlock serve [--listen ADDR]... [flags]", fs.Arg(0)))
 	}
 	if len(sf.listen) == 0 {
 		def, err := defaultSocket()
 		if err != nil {
-			return failStart("serve", err, stderr)
+			return fail(err)
 		}
 		sf.listen = listFlag{"unix:" + def}
 	}
@@ -89,17 +95,15 @@ func serveCmd(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := sv.serveHTTP(ctx, stop, sv.srv.Handler); err != nil {
-		return failStart("serve", err, stderr)
+		return fail(err)
 	}
 	return 0
 }
 
-// failStart is a refusal at start: one line saying whether a retry can
-// help, and the exit code of its class (125, or 75 when transient).
-func failStart(name string, err error, stderr io.Writer) int {
-	fmt.Fprintf(stderr, "airlock %s: %v (%s)\n", name, err, retryHint(policy.Describe(err)))
-	return executor.ErrorResult(err).ExitCode
-}
+// failStart is a refusal at start, as run's: one stderr line saying
+// whether a retry can help, and the exit code of its class (125, or 75
+// when transient).
+func failStart(err error, stderr io.Writer) int { return usageError(io.Discard, stderr, err) }
 
 // daemon is what serve and mcp build: the listeners, the executor with
 // its warm pool, and the server.
@@ -121,7 +125,7 @@ func startServed(name string, f *runFlags, sf *serveFlags, stderr io.Writer) (*d
 	sv := &daemon{sf: sf, log: slog.New(slog.NewTextHandler(stderr, nil)), unlock: func() {}}
 	fail := func(err error) (*daemon, int) {
 		sv.close()
-		return nil, failStart(name, err, stderr)
+		return nil, failStart(err, stderr)
 	}
 	p, err := f.policy()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -197,17 +198,17 @@ func TestServeRefusesUnsafeStart(t *testing.T) {
 		{[]string{"--listen", "unix:" + filepath.Join(dir, "s"), "--workspace", "/tmp"}, "workspace"},
 	} {
 		var stderr bytes.Buffer
-		code := serveCmd(append(c.args, "--work-dir", filepath.Join(dir, "w")), &stderr)
+		code := serveCmd(append(c.args, "--work-dir", filepath.Join(dir, "w")), io.Discard, &stderr)
 		if code != exitSetup || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%v: exit %d, %q; want %d naming %q", c.args, code, stderr.String(), exitSetup, c.want)
 		}
 	}
 	s := serve(t, dir)
 	var stderr bytes.Buffer
-	if code := serveCmd([]string{"--listen", "unix:" + filepath.Join(dir, "other.sock"), "--work-dir", s.work}, &stderr); code != exitSetup || !strings.Contains(stderr.String(), "in use") {
+	if code := serveCmd([]string{"--listen", "unix:" + filepath.Join(dir, "other.sock"), "--work-dir", s.work}, io.Discard, &stderr); code != exitSetup || !strings.Contains(stderr.String(), "in use") {
 		t.Errorf("second server on one work dir: exit %d %q", code, stderr.String())
 	}
-	if code := serveCmd([]string{"--listen", "unix:" + s.sock, "--work-dir", filepath.Join(dir, "w2")}, &stderr); code != exitSetup || !strings.Contains(stderr.String(), "another server is listening") {
+	if code := serveCmd([]string{"--listen", "unix:" + s.sock, "--work-dir", filepath.Join(dir, "w2")}, io.Discard, &stderr); code != exitSetup || !strings.Contains(stderr.String(), "another server is listening") {
 		t.Errorf("second server on one socket: exit %d %q", code, stderr.String())
 	}
 }

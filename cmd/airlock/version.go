@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
@@ -71,8 +72,7 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if len(args) > 1 {
-		fmt.Fprintln(stderr, "usage: airlock help [COMMAND]")
-		return 2
+		return usageError(stdout, stderr, policy.Invalid("help", "takes one COMMAND, got %d arguments; usage: airlock help [COMMAND]", len(args)))
 	}
 	if fs := commandFlags(args[0], stdout); fs != nil {
 		fs.Usage()
@@ -81,8 +81,6 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "policy":
 		fmt.Fprint(stdout, policyUsage)
-	case "doctor":
-		fmt.Fprint(stdout, doctorUsage)
 	case "help":
 		fmt.Fprintln(stdout, "usage: airlock help [COMMAND]\n\nPrints the usage of COMMAND, or the list of commands.")
 	case "version":
@@ -90,14 +88,13 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 	case "completion":
 		fmt.Fprint(stdout, completionUsage)
 	default:
-		fmt.Fprintf(stderr, "airlock: unknown command %q (commands: %s)\n", args[0], strings.Join(commands, ", "))
-		return 2
+		return usageError(stdout, stderr, unknownCommand(args[0]))
 	}
 	return 0
 }
 
 // commandFlags is the flag set of a command that has flags (run, exec,
-// posture), printing to w; nil for the others.
+// posture, serve, doctor), printing to w; nil for the others.
 func commandFlags(name string, w io.Writer) *flag.FlagSet {
 	switch name {
 	case "run":
@@ -115,6 +112,9 @@ func commandFlags(name string, w io.Writer) *flag.FlagSet {
 	case "mcp":
 		fs, _, _, _ := mcpFlagSet(w)
 		return fs
+	case "doctor":
+		fs, _ := doctorFlagSet(w)
+		return fs
 	}
 	return nil
 }
@@ -130,8 +130,11 @@ Prints a completion script. To use it:
 // and their flags, generated from the same flag sets the commands parse.
 func completionCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || (args[0] != "bash" && args[0] != "zsh") {
-		fmt.Fprint(stderr, completionUsage)
-		return 2
+		if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
+			fmt.Fprint(stdout, completionUsage)
+			return 0
+		}
+		return usageError(stdout, stderr, policy.Invalid("completion", "want one shell, bash or zsh, got %q; usage: airlock completion bash|zsh", strings.Join(args, " ")))
 	}
 	var b strings.Builder
 	if args[0] == "zsh" {

@@ -54,8 +54,17 @@ func TestHelpCommand(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if code := helpCmd([]string{"nope"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "run, exec") {
-		t.Errorf("help nope: exit %d, %q", code, errb.String())
+	// Misuse is an invalid request: 125 and the retry hint, as run's.
+	for _, args := range [][]string{{"nope"}, {"run", "exec"}} {
+		errb.Reset()
+		if code := helpCmd(args, &out, &errb); code != exitSetup || !strings.Contains(errb.String(), "do not retry: fix the request") {
+			t.Errorf("help %q: exit %d, %q", args, code, errb.String())
+		}
+	}
+	errb.Reset()
+	helpCmd([]string{"rnu"}, &out, &errb)
+	if !strings.Contains(errb.String(), "did you mean run") || !strings.Contains(errb.String(), "run, exec") {
+		t.Errorf("help rnu: %q", errb.String())
 	}
 }
 
