@@ -295,11 +295,11 @@ func TestSession(t *testing.T) {
 	// Paths out of the workspace: refused, nothing touched.
 	for _, p := range []string{"../x", "/etc/passwd", "link", "up/x", "dir/../../x", ""} {
 		r, out := call(t, cs, "read_file", map[string]any{"session": id, "path": p})
-		if info := errorOf(t, r, out); info.Class != policy.ClassInvalid || info.Retryable {
+		if info := errorOf(t, r, out); info.Class != policy.ClassInvalid || info.Retryable || info.Field != "path" {
 			t.Errorf("read %q: %+v", p, info)
 		}
 		r, out = call(t, cs, "write_file", map[string]any{"session": id, "path": p, "content": "x"})
-		if info := errorOf(t, r, out); info.Class != policy.ClassInvalid || info.Retryable {
+		if info := errorOf(t, r, out); info.Class != policy.ClassInvalid || info.Retryable || info.Field != "path" {
 			t.Errorf("write %q: %+v", p, info)
 		}
 	}

@@ -219,7 +219,7 @@ func (m *MCP) runCode(ctx context.Context, req *sdk.CallToolRequest, in RunCodeI
 	}
 	res, err := m.run(ctx, req, c, timeout, func(ctx context.Context) (*executor.Result, error) { return m.srv.Exec(ctx, b) })
 	if err != nil {
-		return refusedRun(err, res)
+		return refusedRun(asField(err, "files", "file name"), res)
 	}
 	return m.runResult(c, "", res)
 }
