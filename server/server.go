@@ -156,6 +156,10 @@ func (s *Server) routes() {
 // Handler returns the HTTP handler of every route.
 func (s *Server) Handler() http.Handler { return s.mux }
 
+// Metrics returns the handler of GET /metrics alone (Prometheus), for a
+// front end that serves other routes (airlock mcp over HTTP).
+func (s *Server) Metrics() http.Handler { return s.m.handler() }
+
 // Drain stops the server taking new runs (they, and the requests still
 // queued, get 503 with Retry-After) and waits for the running ones; when ctx ends first, it kills them and
 // waits for their results. Then it closes every session. It returns

@@ -2,28 +2,46 @@
 // against `airlock mcp`: list the tools, run python, node and bash, open
 // a session, write a file, run a command that reads it, cancel a
 // sleeping run and check from the host (/proc) that its sandbox is gone
-// within 1 s, close the session.
+// within 1 s, close the session. Bad input: an unknown tool, schema
+// violations, paths out of the workspace (../, absolute, planted
+// symlinks) and a file past the server's --max-request are each an error
+// the client sees; the host checks that nothing was written outside the
+// workspace (a host directory they aim at stays as it was, no file they
+// name appears anywhere in the server's work dir) and that nothing ran
+// (no marker file in the session; over HTTP, the server's
+// airlock_runs_total is unchanged).
 //
 // Usage: node e2e.mjs stdio AIRLOCK_BINARY WORK_DIR
-//        node e2e.mjs http URL TOKEN_FILE
-// AIRLOCK_NPM is where scripts/setup installed the SDK.
-import { readFileSync, readdirSync } from 'node:fs';
+//        node e2e.mjs http URL TOKEN_FILE WORK_DIR
+// AIRLOCK_NPM is where scripts/setup installed the SDK. The stdio server
+// is started with --max-request 1MiB; run the HTTP one so too.
+import { readFileSync, readdirSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 
 const sdk = process.env.AIRLOCK_NPM + '/node_modules/@modelcontextprotocol/sdk/dist/esm';
 const { Client } = await import(sdk + '/client/index.js');
-const [mode, arg1, arg2] = process.argv.slice(2);
+const [mode, arg1, arg2, arg3] = process.argv.slice(2);
 
-let transport;
+let transport, workDir, metrics;
 if (mode === 'stdio') {
   const { StdioClientTransport } = await import(sdk + '/client/stdio.js');
-  transport = new StdioClientTransport({ command: arg1, args: ['mcp', '--work-dir', arg2], stderr: 'inherit' });
-} else if (mode === 'http') {
+  transport = new StdioClientTransport({ command: arg1, args: ['mcp', '--work-dir', arg2, '--max-request', '1MiB'], stderr: 'inherit' });
+  workDir = arg2;
+} else if (mode === 'http' && arg3) {
   const { StreamableHTTPClientTransport } = await import(sdk + '/client/streamableHttp.js');
-  const token = readFileSync(arg2, 'utf8').trim();
-  transport = new StreamableHTTPClientTransport(new URL(arg1), { requestInit: { headers: { Authorization: 'Bearer ' + token } } });
+  const headers = { Authorization: 'Bearer ' + readFileSync(arg2, 'utf8').trim() };
+  transport = new StreamableHTTPClientTransport(new URL(arg1), { requestInit: { headers } });
+  workDir = arg3;
+  // The sandbox runs the server counted so far (GET /metrics).
+  metrics = async () => {
+    const text = await (await fetch(new URL('metrics', arg1), { headers })).text();
+    let n = 0;
+    for (const m of text.matchAll(/^airlock_runs_total\{[^}]*\} (\S+)$/gm)) n += Number(m[1]);
+    return n;
+  };
 } else {
-  console.error('usage: node e2e.mjs stdio AIRLOCK_BINARY WORK_DIR | http URL TOKEN_FILE');
+  console.error('usage: node e2e.mjs stdio AIRLOCK_BINARY WORK_DIR | http URL TOKEN_FILE WORK_DIR');
   process.exit(2);
 }
 
@@ -76,6 +94,62 @@ const res = await client.readResource({ uri: `airlock://session/${id}/notes/in.t
 check(res.contents[0].text === 'written by the client\n', 'resources/read airlock://session/{id}/notes/in.txt', res);
 const escape = await call('read_file', { session: id, path: '../../etc/passwd' });
 check(escape.isError && escape.structuredContent.error.class === 'invalid', 'a path out of the workspace is refused', escape);
+
+// Bad input. Each is an error the client sees, and nothing runs or is
+// written outside the workspace. The paths aim at a host directory with
+// a secret in it: followed naively, they would write there or read it.
+const tag = randomBytes(8).toString('hex'); // in the names of files that must not appear
+const secret = randomBytes(8).toString('hex'); // in a host file that must not be read
+const host = mkdtempSync('/tmp/airlock-mcp-e2e-host-');
+writeFileSync(join(host, 'secret'), 'host secret ' + secret + '\n');
+const planted = await call('session_run', { session: id, command: `ln -s ${host} hostdir && ln -s ${host}/secret hostsecret && ln -s ../../../../../../.. up` });
+check(!planted.isError && planted.structuredContent.status === 'ok', 'session_run plants symlinks to a host directory and file', planted);
+const { structuredContent: caps } = await call('capabilities', {});
+const maxRequest = caps.server.max_request;
+const runsBefore = metrics ? await metrics() : 0;
+const up = '../'.repeat(16) + host.slice(1);
+let unknown;
+try { unknown = await call('rm_rf', { path: '/' }); } catch (e) { unknown = e; }
+check(unknown instanceof Error && unknown.code === -32602 && /unknown tool "rm_rf".*nothing ran.*run_code.*do not retry/.test(unknown.message),
+  'an unknown tool: JSON-RPC error -32602 naming the tools: ' + unknown.message, String(unknown));
+function refusal(r, field, what) {
+  const e = (r.structuredContent || {}).error || {};
+  const text = r.content.map((c) => c.text || '').join('');
+  return check(r.isError && e.class === 'invalid' && e.retryable === false && e.field === field && /do not retry as is/.test(text) && !JSON.stringify(r).includes(secret),
+    `${what}: isError, invalid, field ${field}: ${e.message}`, r);
+}
+refusal(await call('session_run', { session: id, command: `touch ran-${tag}`, timeout: 5 }), 'timeout', 'a schema violation (an unknown argument)');
+refusal(await call('run_code', { language: 'cobol', code: `touch ran-${tag}` }), 'language', 'a schema violation (a language not in the enum)');
+refusal(await call('run_code', { language: 'bash', code: 'true', files: [{ name: `../ran-${tag}`, content: 'x' }] }), 'files', 'run_code with a file named ../');
+refusal(await call('write_file', { session: id, path: `${up}/dotdot-${tag}`, content: 'x' }), 'path', 'write_file ../ out to the host directory');
+refusal(await call('read_file', { session: id, path: `${up}/secret` }), 'path', 'read_file ../ out to the host secret');
+refusal(await call('write_file', { session: id, path: `${host}/abs-${tag}`, content: 'x' }), 'path', 'write_file to an absolute path');
+refusal(await call('read_file', { session: id, path: `${host}/secret` }), 'path', 'read_file of an absolute path');
+refusal(await call('write_file', { session: id, path: `hostdir/sym-${tag}`, content: 'x' }), 'path', 'write_file through a planted symlink to a host directory');
+refusal(await call('write_file', { session: id, path: `up/tmp/up-${tag}`, content: 'x' }), 'path', 'write_file through a planted symlink up and out');
+refusal(await call('read_file', { session: id, path: 'hostsecret' }), 'path', 'read_file of a planted symlink to a host file');
+refusal(await call('write_file', { session: id, path: `big-${tag}`, content: 'x'.repeat(maxRequest + 1) }), 'content', `write_file of ${maxRequest + 1} bytes (--max-request ${maxRequest})`);
+let res2;
+try { res2 = await client.readResource({ uri: `airlock://session/${id}/hostsecret` }); } catch (e) { res2 = e; }
+check(res2 instanceof Error && res2.code === -32602 && !String(res2.message).includes(secret), 'resources/read of the planted symlink fails: ' + res2.message, String(res2));
+// From the host: the host directory is as it was, no file the calls
+// named is anywhere in the server's work dir, and nothing ran.
+check(JSON.stringify(readdirSync(host)) === '["secret"]', 'the host directory is untouched: ' + readdirSync(host).join(' '), null);
+const strays = [];
+(function walk(d) {
+  for (const e of readdirSync(d, { withFileTypes: true })) {
+    if (e.name.includes(tag)) strays.push(join(d, e.name));
+    if (e.isDirectory()) { try { walk(join(d, e.name)); } catch { /* gone meanwhile */ } }
+  }
+})(workDir);
+check(strays.length === 0, 'no file the bad calls named is in the server\'s work dir', strays);
+const listed = await call('list_files', { session: id });
+check(!listed.isError && !listed.structuredContent.files.some((f) => f.path.includes(tag)), 'nor in the session\'s workspace (list_files)', listed);
+if (metrics) {
+  const runsAfter = await metrics();
+  check(runsAfter === runsBefore, `no sandbox ran for the bad calls (airlock_runs_total ${runsBefore} -> ${runsAfter})`, null);
+}
+rmSync(host, { recursive: true, force: true });
 
 // Cancel a sleeping run: its sandbox (found by a marker in its argv)
 // must be gone from the host within 1 s of the cancel.

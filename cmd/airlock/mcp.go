@@ -21,7 +21,8 @@ const mcpUsage = `usage: airlock mcp [--listen unix:PATH|tcp:HOST:PORT]... [--to
 Serves the executor to agents over the Model Context Protocol (docs/mcp.md):
 over stdin/stdout by default (register "airlock mcp" as a command in the
 agent's MCP client), or over streamable HTTP on each --listen (the same
-listen and token rules as airlock serve). Tools: run_code, session_open,
+listen and token rules as airlock serve; GET /metrics there is serve's
+Prometheus metrics). Tools: run_code, session_open,
 session_run, session_close, read_file, write_file, list_files,
 capabilities. The run flags set the served policy, as for airlock serve.`
 
@@ -76,7 +77,14 @@ func mcpCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if len(sv.lns) > 0 {
-		err := sv.serveHTTP(ctx, func() { stop(); m.Close() }, func() http.Handler { return m.Handler() })
+		err := sv.serveHTTP(ctx, func() { stop(); m.Close() }, func() http.Handler {
+			// MCP at every path but GET /metrics: the server's Prometheus
+			// metrics, as airlock serve has them (behind the same token).
+			mux := http.NewServeMux()
+			mux.Handle("GET /metrics", sv.srv.Metrics())
+			mux.Handle("/", m.Handler())
+			return mux
+		})
 		if err != nil {
 			return failStart(err, stderr)
 		}

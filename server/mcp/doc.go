@@ -34,8 +34,11 @@
 // bad request, a limit, a host that cannot enforce the policy, a busy
 // server) is a result with isError, whose text says whether a retry can
 // help and whose structured output holds the policy.ErrorInfo (class,
-// retryable, field, message, fix). Protocol errors are left to the SDK
-// (unknown tool, a malformed request).
+// retryable, field, message, fix). Arguments that fail a tool's input
+// schema are refused the same way (class invalid, the argument as
+// field). Protocol errors are left to the SDK (a malformed request), and
+// an unknown tool stays one, -32602 as the MCP specification has it,
+// with a message naming the tools.
 //
 // # Progress and cancellation
 //

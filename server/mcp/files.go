@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -21,6 +24,7 @@ func (m *MCP) readFile(ctx context.Context, req *sdk.CallToolRequest, in ReadFil
 	out := FileOut{Session: in.Session, Path: in.Path}
 	data, size, err := m.read(req.Session, in.Session, in.Path)
 	if err != nil {
+		err = asField(err, "path", "file", "file name")
 		out.Error = policy.Describe(err)
 		return refused(err, out)
 	}
@@ -58,6 +62,17 @@ func (m *MCP) read(ss *sdk.ServerSession, session, name string) ([]byte, int64, 
 	return m.srv.ReadSessionFile(session, name, int64(m.cfg.MaxReturn))
 }
 
+// asField is err with the field of an invalid error renamed to the tool
+// argument it came from (to) when it is one of from: the executor names
+// a workspace path "file" or "file name", the tools' argument is "path".
+func asField(err error, to string, from ...string) error {
+	var inv *policy.InvalidError
+	if errors.As(err, &inv) && slices.Contains(from, inv.Field) {
+		return &policy.InvalidError{Field: to, Reason: inv.Reason}
+	}
+	return err
+}
+
 // trimPartialRune drops an incomplete UTF-8 sequence at the end of b.
 func trimPartialRune(b []byte) []byte {
 	for i := len(b) - 1; i >= 0 && i >= len(b)-3; i-- {
@@ -82,7 +97,7 @@ func (m *MCP) writeFile(ctx context.Context, req *sdk.CallToolRequest, in WriteF
 		data, err = decode(in.Content, in.Encoding)
 	}
 	if err == nil {
-		err = m.srv.WriteSessionFile(in.Session, in.Path, data)
+		err = asField(m.srv.WriteSessionFile(in.Session, in.Path, data), "path", "file", "file name")
 	}
 	if err != nil {
 		out.Error = policy.Describe(err)
@@ -162,8 +177,12 @@ func (m *MCP) readResource(ctx context.Context, req *sdk.ReadResourceRequest) (*
 		if notFound(err) {
 			return nil, sdk.ResourceNotFoundError(uri)
 		}
-		info := policy.Describe(err)
-		return nil, fmt.Errorf("%s (%s)", info.Message, retryHint(info))
+		info := policy.Describe(asField(err, "path", "file", "file name"))
+		code := int64(jsonrpc.CodeInternalError)
+		if info.Class == policy.ClassInvalid {
+			code = jsonrpc.CodeInvalidParams
+		}
+		return nil, &jsonrpc.Error{Code: code, Message: fmt.Sprintf("%s (%s)", info.Message, retryHint(info))}
 	}
 	if int64(len(data)) < size {
 		return nil, fmt.Errorf("%s is %d bytes, more than this connection's %d per result; read it in parts with session_run", name, size, m.cfg.MaxReturn)

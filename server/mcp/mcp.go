@@ -40,11 +40,12 @@ type Config struct {
 
 // MCP serves a server.Server's executor over the Model Context Protocol.
 type MCP struct {
-	cfg  Config
-	srv  *server.Server
-	sdk  *sdk.Server
-	log  *slog.Logger
-	open bool // the served policy lets programs reach a network
+	cfg   Config
+	srv   *server.Server
+	sdk   *sdk.Server
+	log   *slog.Logger
+	open  bool     // the served policy lets programs reach a network
+	tools []string // the tools' names, sorted
 
 	mu      sync.Mutex
 	conns   map[*sdk.ServerSession]*conn

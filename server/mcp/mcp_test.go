@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/server"
 	"github.com/airlock-sandbox/airlock/server/mcp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -214,15 +216,46 @@ func TestRunCode(t *testing.T) {
 		t.Fatalf("above the ceiling: %+v %v %s", info, out, textOf(r))
 	}
 
-	// Schema violations: isError from the SDK's check, said not to retry.
-	for _, args := range []map[string]any{{"code": "x"}, {"language": "cobol", "code": "x"}, {"language": "bash", "code": 7}} {
-		r, _ := call(t, cs, "run_code", args)
-		if !r.IsError || !strings.Contains(textOf(r), "do not retry") {
-			t.Errorf("%v: %v %s", args, r.IsError, textOf(r))
+	// Schema violations: isError from the SDK's check, with the structured
+	// error of any invalid request (the field at fault), said not to
+	// retry; nothing ran (the marker file would be in the session).
+	_, out = call(t, cs, "session_open", nil)
+	id := out["session"].(string)
+	for _, c := range []struct {
+		tool  string
+		args  map[string]any
+		field string
+	}{
+		{"run_code", map[string]any{"code": "x"}, "language"},
+		{"run_code", map[string]any{"language": "cobol", "code": "x"}, "language"},
+		{"run_code", map[string]any{"language": "bash", "code": 7}, "code"},
+		{"run_code", map[string]any{"language": "bash", "code": "touch ran", "rm": true}, "rm"},
+		{"session_run", map[string]any{"session": id, "command": "touch ran", "timeout": 1}, "timeout"},
+		{"session_run", map[string]any{"session": id, "command": []string{"touch", "ran"}}, "command"},
+		{"write_file", map[string]any{"session": id, "path": 1, "content": "x"}, "path"},
+		{"list_files", map[string]any{}, "session"},
+		{"session_open", map[string]any{"idle_timeout": "1h"}, "idle_timeout"},
+	} {
+		r, out := call(t, cs, c.tool, c.args)
+		info := errorOf(t, r, out)
+		if info.Class != policy.ClassInvalid || info.Retryable || info.Field != c.field || !strings.Contains(info.Message, c.tool+"'s input schema") ||
+			!strings.Contains(textOf(r), "do not retry as is") {
+			t.Errorf("%s %v: %+v %s", c.tool, c.args, info, textOf(r))
 		}
 	}
-	// An unknown tool is a protocol error (the MCP spec's own rule).
-	if _, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "rm_rf"}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+	if r, out := call(t, cs, "capabilities", map[string]any{"x": 1}); !r.IsError || out != nil || !strings.Contains(textOf(r), "do not retry as is") {
+		t.Errorf("capabilities with an argument: %v %s", out, textOf(r))
+	}
+	if r, out := call(t, cs, "list_files", map[string]any{"session": id}); r.IsError || len(out["files"].([]any)) != 0 {
+		t.Errorf("something ran in the session: %v", out)
+	}
+	// An unknown tool is a protocol error, -32602 (the MCP spec's rule),
+	// naming the tools.
+	_, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "rm_rf"})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, `unknown tool "rm_rf"`) ||
+		!strings.Contains(werr.Message, "capabilities, list_files, read_file, run_code, session_close, session_open, session_run, write_file") ||
+		!strings.Contains(werr.Message, "nothing ran") {
 		t.Errorf("unknown tool: %v", err)
 	}
 }
@@ -262,11 +295,11 @@ func TestSession(t *testing.T) {
 	// Paths out of the workspace: refused, nothing touched.
 	for _, p := range []string{"../x", "/etc/passwd", "link", "up/x", "dir/../../x", ""} {
 		r, out := call(t, cs, "read_file", map[string]any{"session": id, "path": p})
-		if info := errorOf(t, r, out); info.Class != policy.ClassInvalid || info.Retryable {
+		if info := errorOf(t, r, out); info.Class != policy.ClassInvalid || info.Retryable || info.Field != "path" {
 			t.Errorf("read %q: %+v", p, info)
 		}
 		r, out = call(t, cs, "write_file", map[string]any{"session": id, "path": p, "content": "x"})
-		if info := errorOf(t, r, out); info.Class != policy.ClassInvalid || info.Retryable {
+		if info := errorOf(t, r, out); info.Class != policy.ClassInvalid || info.Retryable || info.Field != "path" {
 			t.Errorf("write %q: %+v", p, info)
 		}
 	}

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/server"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -213,19 +216,78 @@ func enforcedSummary(h executor.Capabilities) string {
 	return strings.Join(parts, ", ")
 }
 
-// explainRefusals is middleware: a tools/call result with isError that
-// none of the tools made (the SDK's own checks of the arguments against
-// the input schema) says that retrying as is cannot help.
+// explainRefusals is middleware for tools/call. A result with isError
+// that none of the tools made (the SDK's check of the arguments against
+// the tool's input schema: a missing or unknown argument, a wrong type, a
+// language not installed) becomes a refusal like any other invalid
+// request: airlock's text, saying not to retry as is, and the structured
+// error info (class invalid, the field) in the tool's own output shape.
+// An unknown tool stays a JSON-RPC error (-32602), as the MCP
+// specification has it (2025-06-18 to 2026-07-28: "Unknown tool" is a
+// protocol error, input validation errors are tool execution errors),
+// with a message that names the tools and says nothing ran.
 func (m *MCP) explainRefusals(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		res, err := next(ctx, method, req)
-		if r, ok := res.(*sdk.CallToolResult); ok && err == nil && r.IsError && r.StructuredContent == nil && len(r.Content) == 1 {
-			if t, ok := r.Content[0].(*sdk.TextContent); ok {
-				t.Text = "refused (invalid): the arguments do not match the tool's input schema: " + t.Text + "\ndo not retry as is: fix the arguments"
-			}
+		if method != "tools/call" {
+			return res, err
+		}
+		name := ""
+		if p, ok := req.GetParams().(*sdk.CallToolParamsRaw); ok {
+			name = p.Name
+		}
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams && !slices.Contains(m.tools, name) {
+			return res, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+				"unknown tool %q: airlock has no such tool, nothing ran; its tools are %s (tools/list describes them); do not retry as is: call one of them",
+				name, strings.Join(m.tools, ", "))}
+		}
+		r, ok := res.(*sdk.CallToolResult)
+		if !ok || err != nil || !r.IsError || r.StructuredContent != nil || len(r.Content) != 1 {
+			return res, err
+		}
+		t, ok := r.Content[0].(*sdk.TextContent)
+		if !ok {
+			return res, err
+		}
+		rerr := schemaError(name, t.Text)
+		info := policy.Describe(rerr)
+		info.Fix = "give the arguments " + name + "'s inputSchema describes (tools/list)"
+		t.Text = refusalText(info)
+		switch name {
+		case "run_code", "session_run":
+			_, out, _ := refusedRun(rerr, nil)
+			out.Error = info
+			r.StructuredContent = out
+		case "session_open", "session_close":
+			r.StructuredContent = SessionOut{Error: info}
+		case "read_file", "write_file":
+			r.StructuredContent = FileOut{Error: info}
+		case "list_files":
+			r.StructuredContent = ListOut{Files: []server.FileEntry{}, Error: info}
 		}
 		return res, err
 	}
+}
+
+var (
+	schemaProperty   = regexp.MustCompile(`/properties/([^/:\s]+)`)
+	schemaNamedProps = regexp.MustCompile(`(?:missing|additional) properties:? \["([^"]+)"`)
+)
+
+// schemaError is the invalid error of a tool's arguments that failed the
+// SDK's input schema check with message msg; its field is the argument
+// at fault when the message names one.
+func schemaError(tool, msg string) error {
+	msg = strings.TrimPrefix(msg, `validating "arguments": `)
+	msg = strings.TrimPrefix(msg, "validating root: ")
+	field := "arguments"
+	if f := schemaNamedProps.FindStringSubmatch(msg); f != nil {
+		field = f[1]
+	} else if f := schemaProperty.FindStringSubmatch(msg); f != nil {
+		field = f[1]
+	}
+	return policy.Invalid(field, "the arguments do not match %s's input schema: %s", tool, msg)
 }
 
 // notFound reports whether err is a missing file.

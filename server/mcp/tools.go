@@ -155,19 +155,19 @@ func (m *MCP) addTools() error {
 	local := func(title string, destructive, idempotent bool) *sdk.ToolAnnotations {
 		return &sdk.ToolAnnotations{Title: title, DestructiveHint: &destructive, IdempotentHint: idempotent, OpenWorldHint: &closed}
 	}
-	sdk.AddTool(m.sdk, &sdk.Tool{Name: "run_code", InputSchema: runSchema, Annotations: ann("Run code in a fresh sandbox", false),
+	addTool(m, &sdk.Tool{Name: "run_code", InputSchema: runSchema, Annotations: ann("Run code in a fresh sandbox", false),
 		Description: "Runs code in a fresh, isolated sandbox (languages: " + strings.Join(langs, ", ") + ") and returns its exit status, stdout and stderr. Files written there are discarded; use a session to keep them."}, m.runCode)
-	sdk.AddTool(m.sdk, &sdk.Tool{Name: "session_open", Annotations: local("Open a sandbox session", false, false),
+	addTool(m, &sdk.Tool{Name: "session_open", Annotations: local("Open a sandbox session", false, false),
 		Description: "Opens a session: a /workspace kept across runs (each run is a fresh sandbox over it). Returns its id. Close it with session_close."}, m.sessionOpen)
-	sdk.AddTool(m.sdk, &sdk.Tool{Name: "session_run", InputSchema: sessRunSchema, Annotations: ann("Run in a session", false),
+	addTool(m, &sdk.Tool{Name: "session_run", InputSchema: sessRunSchema, Annotations: ann("Run in a session", false),
 		Description: "Runs a shell command (command), or code (language, code), in a fresh sandbox over the session's /workspace, its working directory."}, m.sessionRun)
-	sdk.AddTool(m.sdk, &sdk.Tool{Name: "session_close", Annotations: local("Close a session", true, true),
+	addTool(m, &sdk.Tool{Name: "session_close", Annotations: local("Close a session", true, true),
 		Description: "Closes a session and deletes its workspace."}, m.sessionClose)
-	sdk.AddTool(m.sdk, &sdk.Tool{Name: "read_file", Annotations: local("Read a session file", false, true),
+	addTool(m, &sdk.Tool{Name: "read_file", Annotations: local("Read a session file", false, true),
 		Description: "Reads a file of a session's /workspace (a path relative to it)."}, m.readFile)
-	sdk.AddTool(m.sdk, &sdk.Tool{Name: "write_file", Annotations: local("Write a session file", true, true),
+	addTool(m, &sdk.Tool{Name: "write_file", Annotations: local("Write a session file", true, true),
 		Description: "Creates or replaces a file of a session's /workspace (a path relative to it), without running anything."}, m.writeFile)
-	sdk.AddTool(m.sdk, &sdk.Tool{Name: "list_files", Annotations: local("List session files", false, true),
+	addTool(m, &sdk.Tool{Name: "list_files", Annotations: local("List session files", false, true),
 		Description: "Lists the files of a session's /workspace with their sizes."}, m.listFiles)
 	capsSchema, err := jsonschema.For[CapsOut](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 		// Durations marshal as "1m30s", sizes as numbers of bytes.
@@ -176,9 +176,16 @@ func (m *MCP) addTools() error {
 	if err != nil {
 		return fmt.Errorf("mcp: BUG: capabilities schema: %w", err)
 	}
-	sdk.AddTool(m.sdk, &sdk.Tool{Name: "capabilities", OutputSchema: capsSchema, Annotations: local("Sandbox capabilities", false, true),
+	addTool(m, &sdk.Tool{Name: "capabilities", OutputSchema: capsSchema, Annotations: local("Sandbox capabilities", false, true),
 		Description: "The installed languages, the limits of each run and of this connection, and what this host enforces (namespaces, seccomp, cgroups, Landlock)."}, m.capabilities)
+	slices.Sort(m.tools)
 	return nil
+}
+
+// addTool adds a tool to the SDK server and its name to m.tools.
+func addTool[In, Out any](m *MCP, t *sdk.Tool, h sdk.ToolHandlerFor[In, Out]) {
+	sdk.AddTool(m.sdk, t, h)
+	m.tools = append(m.tools, t.Name)
 }
 
 // seconds turns a tool's seconds into a duration override (nil for 0).
@@ -212,7 +219,7 @@ func (m *MCP) runCode(ctx context.Context, req *sdk.CallToolRequest, in RunCodeI
 	}
 	res, err := m.run(ctx, req, c, timeout, func(ctx context.Context) (*executor.Result, error) { return m.srv.Exec(ctx, b) })
 	if err != nil {
-		return refusedRun(err, res)
+		return refusedRun(asField(err, "files", "file name"), res)
 	}
 	return m.runResult(c, "", res)
 }
