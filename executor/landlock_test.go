@@ -24,7 +24,7 @@ import (
 func requireLandlock(t *testing.T, ex *executor.Executor, min int) int {
 	t.Helper()
 	abi := ex.Host().LandlockABI()
-	testutil.RequireFeature(t, fmt.Sprintf("landlock ABI %d", min), abi >= min)
+	testutil.RequireLandlock(t, abi, min)
 	return abi
 }
 

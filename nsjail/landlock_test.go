@@ -27,7 +27,7 @@ func TestLandlockSecondLayer(t *testing.T) {
 	}
 	defer ex.Close()
 	abi := ex.Host().LandlockABI()
-	testutil.RequireFeature(t, "landlock", abi > 0)
+	testutil.RequireLandlock(t, abi, 1)
 	dir := testutil.WorldReadableDir(t)
 	secret := fmt.Sprintf("canary-%d", time.Now().UnixNano())
 	if err := os.WriteFile(filepath.Join(dir, "canary"), []byte(secret), 0o644); err != nil {

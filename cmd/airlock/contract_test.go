@@ -667,9 +667,12 @@ func TestFDShortageIsTransient(t *testing.T) {
 		res, _ := oneResult(t, r)
 		switch {
 		case r.code == 0 && res.Status == nsjail.StatusOK:
-		case r.code == 125 && res.Error != nil && res.Error.Class == policy.ClassUnsupported && res.Error.Field == "rlimits" && testutil.Rootless():
-			// Rootless, a hard limit below the policy's open_files cannot
-			// be raised for the program: the host (this caller) cannot.
+		case r.code == 125 && res.Error != nil && res.Error.Class == policy.ClassUnsupported && res.Error.Field == "rlimits":
+			// A hard limit below the policy's open_files, where the CLI
+			// had fds enough to get that far: the sandbox's init, without
+			// CAP_SYS_RESOURCE in the host's user namespace (as root too),
+			// cannot raise it for the program. Seen as root in the cgroup
+			// v2 guest, whose CLI opens fewer fds, at 24.
 		case r.code == 75 && res.ExitCode == 75 && res.Error != nil && res.Error.Class == policy.ClassUnavailable && res.Error.Retryable &&
 			strings.Contains(r.stderr, "transient: a retry can help"):
 			short++

@@ -116,12 +116,9 @@ func newSuite(t *testing.T) *suite {
 func hostLandlock(t *testing.T) int {
 	t.Helper()
 	abi := hostprobe.Probe(hostprobe.Options{NoCgroup: true}).LandlockABI()
-	kernel, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 {
-		kernel = 0
-	}
-	if want := min(int(kernel), policy.LandlockMax); abi != want {
-		t.Fatalf("the host probe finds Landlock ABI %d, the kernel answers %d (errno %v)", abi, kernel, errno)
+	kernel := testutil.KernelLandlockABI()
+	if want := min(kernel, policy.LandlockMax); abi != want {
+		t.Fatalf("the host probe finds Landlock ABI %d, the kernel answers %d", abi, kernel)
 	}
 	if abi == 0 {
 		t.Log("no Landlock on this host: the jail runs without its second layer")

@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
+	"golang.org/x/sys/unix"
 )
 
 // RequireAllEnv, set to 1 (scripts/test does in CI), turns every skip for
@@ -359,4 +360,31 @@ func Children() []int {
 		f := strings.Fields(string(b[i+1:]))
 		return len(f) > 1 && f[1] == self
 	})
+}
+
+// KernelLandlockABI is the Landlock ABI the kernel itself reports
+// (landlock_create_ruleset's version query), 0 without Landlock: the
+// ground truth the host probe's answer is checked against.
+func KernelLandlockABI() int {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0
+	}
+	return int(v)
+}
+
+// RequireLandlock requires Landlock ABI min, which the host probe found
+// as abi. Whether the host has it is the kernel's own answer: a kernel
+// older than min skips the test, also under RequireAllEnv (the cgroup v2
+// guest boots an older kernel than the CI host's), and a kernel that has
+// it fails the test when the probe missed it.
+func RequireLandlock(t testing.TB, abi, min int) {
+	t.Helper()
+	kernel := KernelLandlockABI()
+	if kernel < min {
+		t.Skipf("this kernel has Landlock ABI %d, not %d", kernel, min)
+	}
+	if abi < min {
+		t.Fatalf("the host probe finds Landlock ABI %d where the kernel answers %d: ABI %d missed", abi, kernel, min)
+	}
 }
