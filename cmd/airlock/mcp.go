@@ -1,48 +1,20 @@
+//go:build !airlock_slim
+
 package main
 
 import (
 	"context"
-	"flag"
 	"io"
 	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
-	"time"
 
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/server/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-const mcpUsage = `usage: airlock mcp [--listen unix:PATH|tcp:HOST:PORT]... [--token-file F] [mcp flags] [serve flags] [run flags]
-
-Serves the executor to agents over the Model Context Protocol (docs/mcp.md):
-over stdin/stdout by default (register "airlock mcp" as a command in the
-agent's MCP client), or over streamable HTTP on each --listen (the same
-listen and token rules as airlock serve; GET /metrics there is serve's
-Prometheus metrics). Tools: run_code, session_open,
-session_run, session_close, read_file, write_file, list_files,
-capabilities. The run flags set the served policy, as for airlock serve.`
-
-type mcpFlags struct {
-	maxRuns, maxSessions int
-	maxReturn            string
-	idle                 time.Duration
-}
-
-// mcpFlagSet is mcp's flag set: serve's, and the limits of each client
-// connection.
-func mcpFlagSet(stderr io.Writer) (*flag.FlagSet, *runFlags, *serveFlags, *mcpFlags) {
-	fs, f, sf := serverFlagSet("mcp", mcpUsage, "(repeatable; default: stdio, no listener)", stderr)
-	var mf mcpFlags
-	fs.IntVar(&mf.maxRuns, "conn-max-runs", 2, "runs one client connection may have going at once")
-	fs.IntVar(&mf.maxSessions, "conn-max-sessions", 4, "sessions one client connection may have open")
-	fs.StringVar(&mf.maxReturn, "conn-max-return", "64KiB", "output or file bytes in one tool result (past it output is cut, and saved in the session)")
-	fs.DurationVar(&mf.idle, "conn-idle", 30*time.Minute, "over HTTP, an MCP session's idle timeout (its sandbox sessions close with it)")
-	return fs, f, sf, &mf
-}
 
 // mcpCmd implements `airlock mcp`: the server airlock serve builds,
 // behind MCP over stdio or streamable HTTP. stdin's end (stdio), SIGTERM

@@ -1,9 +1,10 @@
+//go:build !airlock_slim
+
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,44 +25,6 @@ import (
 	"github.com/airlock-sandbox/airlock/server"
 	"golang.org/x/sys/unix"
 )
-
-const serveUsage = `usage: airlock serve [--listen unix:PATH|tcp:HOST:PORT]... [--token-file F] [serve flags] [run flags]
-
-Serves the executor over HTTP (API: api/openapi.yaml; docs/serve.md). The
-run flags set the served policy: each request's defaults and the ceiling of
-its limits (a request may tighten them, never loosen them).`
-
-type serveFlags struct {
-	listen                         listFlag
-	tokenFile, workDir, maxRequest string
-	maxConcurrent, maxQueue, pool  int
-	maxSessions                    int
-	sessionIdle, drain             time.Duration
-}
-
-// serveFlagSet is serve's flag set: the run flags (the served policy)
-// and the server's own.
-func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *runFlags, *serveFlags) {
-	return serverFlagSet("serve", serveUsage, "(repeatable; default unix:$XDG_RUNTIME_DIR/airlock.sock, or unix:/run/airlock.sock as root)", stderr)
-}
-
-// serverFlagSet is the flag set of serve and mcp, which serve the same
-// server: the run flags and the server's own.
-func serverFlagSet(name, usage, listenDefault string, stderr io.Writer) (*flag.FlagSet, *runFlags, *serveFlags) {
-	fs, f := runFlagSet(name, usage, stderr)
-	var sf serveFlags
-	fs.Var(&sf.listen, "listen", "`unix:PATH` or `tcp:HOST:PORT` "+listenDefault)
-	fs.StringVar(&sf.tokenFile, "token-file", "", "`file` holding the bearer token TCP requests must send (required off loopback)")
-	fs.IntVar(&sf.maxConcurrent, "max-concurrent", 0, "sandboxes running at once (default the number of CPUs)")
-	fs.IntVar(&sf.maxQueue, "max-queue", 0, "requests waiting for a slot before 429 (default 4 x --max-concurrent)")
-	fs.StringVar(&sf.maxRequest, "max-request", "16MiB", "largest request body")
-	fs.IntVar(&sf.maxSessions, "max-sessions", 64, "open sessions at most")
-	fs.DurationVar(&sf.sessionIdle, "session-idle", 10*time.Minute, "a session's idle timeout (and the most a session may ask for)")
-	fs.IntVar(&sf.pool, "pool", -1, "warm pool size (default --max-concurrent; 0 = none)")
-	fs.DurationVar(&sf.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running requests may finish before they are killed")
-	fs.StringVar(&sf.workDir, "work-dir", "", "`dir` for workspaces, locked by this server; leftovers of a killed server are removed at start (default $TMPDIR/airlock-"+name+"-UID)")
-	return fs, f, &sf
-}
 
 // serveCmd implements `airlock serve`: listeners, the executor with its
 // warm pool, the server; SIGTERM or SIGINT drains and exits 0.

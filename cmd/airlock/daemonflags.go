@@ -1,0 +1,78 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"time"
+)
+
+// The flags of airlock serve and airlock mcp, built into every airlock
+// (help and completion list them); the daemons themselves (serve.go,
+// mcp.go) are left out of the CLI scripts/build makes, which execs
+// airlock-daemon for them (daemon_slim.go).
+
+const serveUsage = `usage: airlock serve [--listen unix:PATH|tcp:HOST:PORT]... [--token-file F] [serve flags] [run flags]
+
+Serves the executor over HTTP (API: api/openapi.yaml; docs/serve.md). The
+run flags set the served policy: each request's defaults and the ceiling of
+its limits (a request may tighten them, never loosen them).`
+
+type serveFlags struct {
+	listen                         listFlag
+	tokenFile, workDir, maxRequest string
+	maxConcurrent, maxQueue, pool  int
+	maxSessions                    int
+	sessionIdle, drain             time.Duration
+}
+
+// serveFlagSet is serve's flag set: the run flags (the served policy)
+// and the server's own.
+func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *runFlags, *serveFlags) {
+	return serverFlagSet("serve", serveUsage, "(repeatable; default unix:$XDG_RUNTIME_DIR/airlock.sock, or unix:/run/airlock.sock as root)", stderr)
+}
+
+// serverFlagSet is the flag set of serve and mcp, which serve the same
+// server: the run flags and the server's own.
+func serverFlagSet(name, usage, listenDefault string, stderr io.Writer) (*flag.FlagSet, *runFlags, *serveFlags) {
+	fs, f := runFlagSet(name, usage, stderr)
+	var sf serveFlags
+	fs.Var(&sf.listen, "listen", "`unix:PATH` or `tcp:HOST:PORT` "+listenDefault)
+	fs.StringVar(&sf.tokenFile, "token-file", "", "`file` holding the bearer token TCP requests must send (required off loopback)")
+	fs.IntVar(&sf.maxConcurrent, "max-concurrent", 0, "sandboxes running at once (default the number of CPUs)")
+	fs.IntVar(&sf.maxQueue, "max-queue", 0, "requests waiting for a slot before 429 (default 4 x --max-concurrent)")
+	fs.StringVar(&sf.maxRequest, "max-request", "16MiB", "largest request body")
+	fs.IntVar(&sf.maxSessions, "max-sessions", 64, "open sessions at most")
+	fs.DurationVar(&sf.sessionIdle, "session-idle", 10*time.Minute, "a session's idle timeout (and the most a session may ask for)")
+	fs.IntVar(&sf.pool, "pool", -1, "warm pool size (default --max-concurrent; 0 = none)")
+	fs.DurationVar(&sf.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running requests may finish before they are killed")
+	fs.StringVar(&sf.workDir, "work-dir", "", "`dir` for workspaces, locked by this server; leftovers of a killed server are removed at start (default $TMPDIR/airlock-"+name+"-UID)")
+	return fs, f, &sf
+}
+
+const mcpUsage = `usage: airlock mcp [--listen unix:PATH|tcp:HOST:PORT]... [--token-file F] [mcp flags] [serve flags] [run flags]
+
+Serves the executor to agents over the Model Context Protocol (docs/mcp.md):
+over stdin/stdout by default (register "airlock mcp" as a command in the
+agent's MCP client), or over streamable HTTP on each --listen (the same
+listen and token rules as airlock serve; GET /metrics there is serve's
+Prometheus metrics). Tools: run_code, session_open,
+session_run, session_close, read_file, write_file, list_files,
+capabilities. The run flags set the served policy, as for airlock serve.`
+
+type mcpFlags struct {
+	maxRuns, maxSessions int
+	maxReturn            string
+	idle                 time.Duration
+}
+
+// mcpFlagSet is mcp's flag set: serve's, and the limits of each client
+// connection.
+func mcpFlagSet(stderr io.Writer) (*flag.FlagSet, *runFlags, *serveFlags, *mcpFlags) {
+	fs, f, sf := serverFlagSet("mcp", mcpUsage, "(repeatable; default: stdio, no listener)", stderr)
+	var mf mcpFlags
+	fs.IntVar(&mf.maxRuns, "conn-max-runs", 2, "runs one client connection may have going at once")
+	fs.IntVar(&mf.maxSessions, "conn-max-sessions", 4, "sessions one client connection may have open")
+	fs.StringVar(&mf.maxReturn, "conn-max-return", "64KiB", "output or file bytes in one tool result (past it output is cut, and saved in the session)")
+	fs.DurationVar(&mf.idle, "conn-idle", 30*time.Minute, "over HTTP, an MCP session's idle timeout (its sandbox sessions close with it)")
+	return fs, f, sf, &mf
+}
