@@ -83,16 +83,7 @@ func (s *Server) execute(ctx context.Context, kind string, req executor.Request,
 	defer cancel()
 	stop := context.AfterFunc(s.kill, cancel)
 	defer stop()
-	start := time.Now()
-	var res *executor.Result
-	if sess != nil {
-		res, err = sess.Execute(ctx, req)
-	} else {
-		res, err = s.ex.Execute(ctx, req)
-	}
-	err = s.killedByDrain(err)
-	s.m.observe(kind, res, err, time.Since(start))
-	return res, err
+	return s.runObserved(ctx, kind, req, sess)
 }
 
 // OpenSession opens a session, as POST /v1/sessions.
@@ -244,3 +235,19 @@ func (s *Server) Policy() policy.Policy { return s.pol }
 
 // LanguageNames lists the installed languages.
 func (s *Server) LanguageNames() []string { return s.languageNames() }
+
+// runObserved runs req (in sess when not nil) and counts it in the
+// metrics: the one execution of every route, HTTP or direct.
+func (s *Server) runObserved(ctx context.Context, kind string, req executor.Request, sess *executor.Session) (*executor.Result, error) {
+	start := time.Now()
+	var res *executor.Result
+	var err error
+	if sess != nil {
+		res, err = sess.Execute(ctx, req)
+	} else {
+		res, err = s.ex.Execute(ctx, req)
+	}
+	err = s.killedByDrain(err)
+	s.m.observe(kind, res, err, time.Since(start))
+	return res, err
+}

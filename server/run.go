@@ -96,15 +96,7 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, kind string, r
 		st = &stream{w: w, rc: http.NewResponseController(w), limit: limit, cancel: cancel, start: time.Now(), lang: req.Language}
 		req.Stdout, req.Stderr = st.writer(0), st.writer(1)
 	}
-	start := time.Now()
-	var res *executor.Result
-	if sess != nil {
-		res, err = sess.Execute(ctx, req)
-	} else {
-		res, err = s.ex.Execute(ctx, req)
-	}
-	err = s.killedByDrain(err)
-	s.m.observe(kind, res, err, time.Since(start))
+	res, err := s.runObserved(ctx, kind, req, sess)
 	if st != nil {
 		st.finish(res, err, s)
 		return

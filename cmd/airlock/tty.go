@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/pty"
 	"github.com/airlock-sandbox/airlock/policy"
 	"golang.org/x/sys/unix"
 )
@@ -70,7 +71,7 @@ func (f *runFlags) run(req executor.Request, o *reporter) int {
 // pty's, SIGWINCH included. The returned function, called once the run
 // ended, drains the output and restores the terminal.
 func withTTY(req *executor.Request, stdin io.Reader, stdout io.Writer) (func(), error) {
-	master, slave, err := openPTY()
+	master, slave, err := pty.Open()
 	if err != nil {
 		return nil, policy.Invalid("--tty", "no pty for the program: %v", err)
 	}
@@ -101,25 +102,6 @@ func withTTY(req *executor.Request, stdin io.Reader, stdout io.Writer) (func(), 
 		}
 		master.Close()
 	}, nil
-}
-
-// openPTY opens a new pty of the host's devpts: its master, and its
-// slave (no controlling terminal of ours).
-func openPTY() (master, slave *os.File, err error) {
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		m.Close()
-		return nil, nil, err
-	}
-	fd, _, errno := unix.Syscall(unix.SYS_IOCTL, m.Fd(), unix.TIOCGPTPEER, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC)
-	if errno != 0 {
-		m.Close()
-		return nil, nil, errno
-	}
-	return m, os.NewFile(fd, "pty"), nil
 }
 
 // rawMode puts the terminal fd in raw mode (if it is one), copies its

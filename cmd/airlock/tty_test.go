@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/internal/pty"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"golang.org/x/sys/unix"
 )
@@ -81,7 +82,7 @@ func TestTTYInteractiveBash(t *testing.T) {
 	testutil.RequireUserNS(t)
 	testutil.RequireBinary(t, "bash")
 	bin := filepath.Join(testutil.BinDir(t), "airlock")
-	master, slave, err := openPTY()
+	master, slave, err := pty.Open()
 	if err != nil {
 		t.Fatal(err)
 	}

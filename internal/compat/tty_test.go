@@ -2,7 +2,6 @@ package compat_test
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -11,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/internal/pty"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
-	"golang.org/x/sys/unix"
 )
 
 // jobScript exercises bash's job control: a background job, stopped and
@@ -43,7 +42,7 @@ func TestJobControlTTY(t *testing.T) {
 // "mark" lines it printed and its exit code.
 func atTerminal(t *testing.T, argv ...string) (string, int) {
 	t.Helper()
-	master, slave, err := openPTY()
+	master, slave, err := pty.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,22 +86,4 @@ func atTerminal(t *testing.T, argv ...string) (string, int) {
 		}
 	}
 	return strings.Join(marks, "\n"), cmd.ProcessState.ExitCode()
-}
-
-// openPTY opens a new pty: its master, and its slave.
-func openPTY() (master, slave *os.File, err error) {
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		m.Close()
-		return nil, nil, err
-	}
-	fd, _, errno := unix.Syscall(unix.SYS_IOCTL, m.Fd(), unix.TIOCGPTPEER, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC)
-	if errno != 0 {
-		m.Close()
-		return nil, nil, errno
-	}
-	return m, os.NewFile(fd, "pty"), nil
 }
