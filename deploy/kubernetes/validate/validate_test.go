@@ -67,7 +67,7 @@ func TestManifests(t *testing.T) {
 		}
 		return string(b)
 	}
-	flags := src("cmd/airlock/serve.go") + src("cmd/airlock/run.go")
+	flags := src("cmd/airlock/daemonflags.go") + src("cmd/airlock/run.go")
 	metrics := src("server/metrics.go")
 	seen := map[string]bool{}
 	for _, f := range files {
