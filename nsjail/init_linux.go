@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/rootfs"
@@ -138,7 +137,7 @@ func runInit(status *os.File, started int64) error {
 	// 5. The init confines itself, whatever program comes: cgroup
 	// namespace, fds, capabilities, no_new_privs. Nothing after this
 	// needs a privilege.
-	if err := confine(cfg.Process); err != nil {
+	if err := confine(cfg.Process, cfg.LastCap); err != nil {
 		return err
 	}
 	m.take()
@@ -237,9 +236,10 @@ func buildJail(cfg *initConfig) error {
 }
 
 // confine is the init's own confinement, in order: cgroup namespace (in
-// the jail), fds, capabilities, no_new_privs. The process backend has
-// no namespaces: it only empties the capability sets it may have.
-func confine(process bool) error {
+// the jail), fds, capabilities (0 to last), no_new_privs. The process
+// backend has no namespaces: it only empties the capability sets it may
+// have.
+func confine(process bool, last int) error {
 	// A cgroup namespace rooted at the run's cgroup (final by now: see
 	// runInit), so /proc/self/cgroup shows "/" and no host path.
 	// unshare affects only this thread, which is the one that execs.
@@ -256,11 +256,11 @@ func confine(process bool) error {
 	}
 	// Capabilities before no_new_privs and the filter: a filter may deny
 	// the prctl and capset calls the drop makes.
-	dropCaps := dropCapabilities
-	if process {
-		dropCaps = clearCapabilities
+	drop := clearCapabilities
+	if !process {
+		drop = func() error { return dropCapabilities(last) }
 	}
-	if err := stage("drop capabilities", dropCaps()); err != nil {
+	if err := stage("drop capabilities", drop()); err != nil {
 		return err
 	}
 	// no_new_privs: no exec can grant privileges back (setuid bits, file
@@ -410,15 +410,13 @@ const (
 
 // dropCapabilities empties all five capability sets of this thread (and so
 // of the program it execs) and locks uid 0 out of regaining any; then it
-// checks that they are empty.
-func dropCapabilities() error {
+// checks that they are empty. last is the kernel's highest capability,
+// as the parent read it (cap_last_cap); the check fails unless the
+// kernel agrees.
+func dropCapabilities(last int) error {
 	// The bounding set first: dropping from it needs CAP_SETPCAP, which
 	// the capset below removes. Every capability the kernel knows is
 	// dropped, and any failure aborts (an EINVAL is no "end of list").
-	last, err := lastCap()
-	if err != nil {
-		return err
-	}
 	for c := 0; c <= last; c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
 			return fmt.Errorf("PR_CAPBSET_DROP %d: %w", c, err)
@@ -437,29 +435,6 @@ func dropCapabilities() error {
 		return fmt.Errorf("capset: %w", err)
 	}
 	return verifyNoCapabilities(last)
-}
-
-// lastCap is the highest capability the kernel knows.
-func lastCap() (int, error) {
-	// Read with plain syscalls: the init's first os.File read would set
-	// up Go's netpoller (an epoll instance, an eventfd, three more calls),
-	// which nothing else in the init needs.
-	fd, err := unix.Open("/proc/sys/kernel/cap_last_cap", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, fmt.Errorf("cap_last_cap: %w", err)
-	}
-	var buf [16]byte
-	n, err := unix.Read(fd, buf[:])
-	unix.Close(fd)
-	if err != nil {
-		return 0, fmt.Errorf("cap_last_cap: %w", err)
-	}
-	b := buf[:max(n, 0)]
-	last, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || last < 0 || last > 63 {
-		return 0, fmt.Errorf("cap_last_cap %q: %v", b, err)
-	}
-	return last, nil
 }
 
 // verifyNoCapabilities reads back what dropCapabilities set: no syscall
@@ -484,6 +459,10 @@ func verifyNoCapabilities(last int) error {
 		if err != nil || amb != 0 {
 			return fmt.Errorf("capability %d left in the ambient set (%v)", c, err)
 		}
+	}
+	// Dropped were all there are: the kernel knows no capability last+1.
+	if _, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(last+1), 0, 0, 0); last < 0 || !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("capability %d is not the kernel's last (%v)", last, err)
 	}
 	return nil
 }
