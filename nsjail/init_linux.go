@@ -111,9 +111,9 @@ func runInit(status *os.File, started int64) error {
 	}
 	// 2. The jail to build, every value decided by the parent.
 	spec := os.NewFile(specFD, "spec")
-	cfg, err := readConfig(spec)
-	if err != nil {
-		return stage("read spec", err)
+	cfg := &initConfig{}
+	if err := stage("read spec", readSpec(spec, "spec", cfg)); err != nil {
+		return err
 	}
 	m.take()
 	// 3. Into the run's v1 cgroups before the jail, so that its mounts
@@ -149,7 +149,11 @@ func runInit(status *os.File, started int64) error {
 	m = m[:0]
 	// 7. The program: what runs, its limits and its filter.
 	var prog programConfig
-	if err := stage("read program", readProgram(spec, &prog)); err != nil {
+	err := readSpec(spec, "program", &prog)
+	if err == nil && len(prog.Args) == 0 {
+		err = errors.New("spec has no program")
+	}
+	if err := stage("read program", err); err != nil {
 		return err
 	}
 	m.take()
@@ -344,28 +348,15 @@ func joinCgroup(n int) error {
 // maxSpec bounds what the init reads from its parent.
 const maxSpec = 64 << 20
 
-func readConfig(r io.Reader) (*initConfig, error) {
-	var cfg initConfig
+// readSpec reads the parent's next message (what: "spec" or "program")
+// into m.
+func readSpec(r io.Reader, what string, m interface{ unmarshal([]byte) error }) error {
 	b, err := readMsg(r, maxSpec)
 	if err == nil {
-		err = cfg.unmarshal(b)
+		err = m.unmarshal(b)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("parent sent no valid spec (died?): %w", err)
-	}
-	return &cfg, nil
-}
-
-func readProgram(r io.Reader, p *programConfig) error {
-	b, err := readMsg(r, maxSpec)
-	if err == nil {
-		err = p.unmarshal(b)
-	}
-	if err != nil {
-		return fmt.Errorf("parent sent no valid program (died?): %w", err)
-	}
-	if len(p.Args) == 0 {
-		return errors.New("spec has no program")
+		return fmt.Errorf("parent sent no valid %s (died?): %w", what, err)
 	}
 	return nil
 }

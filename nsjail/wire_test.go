@@ -38,12 +38,12 @@ func TestWireRoundTrip(t *testing.T) {
 	if err := writeMsg(&pipe, prog.marshal()); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readConfig(&pipe)
-	if err != nil || !reflect.DeepEqual(*got, cfg) {
+	var got initConfig
+	if err := readSpec(&pipe, "spec", &got); err != nil || !reflect.DeepEqual(got, cfg) {
 		t.Fatalf("config: %v\n got %+v\nwant %+v", err, got, cfg)
 	}
 	var p programConfig
-	if err := readProgram(&pipe, &p); err != nil || !reflect.DeepEqual(p, prog) {
+	if err := readSpec(&pipe, "program", &p); err != nil || !reflect.DeepEqual(p, prog) {
 		t.Fatalf("program: %v\n got %+v\nwant %+v", err, p, prog)
 	}
 	// No filter, empty lists.
