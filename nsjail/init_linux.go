@@ -41,15 +41,14 @@ func Init() {
 	// only the calling thread.
 	runtime.LockOSThread()
 	started := monotonicNS()
-	status := os.NewFile(statusFD, "status")
 	err := checkBuild(os.Getenv(buildEnv))
 	if err == nil {
-		err = recovered(func() error { return runInit(status, started) })
+		err = recovered(func() error { return runInit(started) })
 	}
 	if err == nil {
 		err = errors.New("BUG(airlock): init returned without exec")
 	}
-	reportFailure(status, err)
+	reportFailure(err)
 	os.Exit(1)
 }
 
@@ -102,7 +101,7 @@ func stage(name string, err error) error {
 // uid the parent chose), before any untrusted code. The parent has the
 // init in the run's cgroup before it sends the spec (born there, or
 // placed by pid first) unless the init joins it itself (step 3).
-func runInit(status *os.File, started int64) error {
+func runInit(started int64) error {
 	m := marks{started}
 	// 1. The status socket closes at exec: its EOF after "ready" tells
 	// the parent the program was exec'd (with a reaper: "started").
@@ -143,7 +142,7 @@ func runInit(status *os.File, started int64) error {
 	m.take()
 	// 6. Built and confined: a cold parent goes on; a warm pool's
 	// sandbox is ready for a request.
-	if err := stage("report prepared", writeStatus(status, initStatus{Prepared: true, Marks: m})); err != nil {
+	if err := stage("report prepared", writeStatus(initStatus{Prepared: true, Marks: m})); err != nil {
 		return err
 	}
 	m = m[:0]
@@ -420,9 +419,7 @@ func dropCapabilities(last int) error {
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, uintptr(bits), 0, 0, 0); err != nil {
 		return fmt.Errorf("securebits: %w", err)
 	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
+	if err := clearCapabilities(); err != nil {
 		return fmt.Errorf("capset: %w", err)
 	}
 	return verifyNoCapabilities(last)
@@ -489,10 +486,7 @@ func executable(p string) error {
 	if err := unix.Stat(p, &st); err != nil {
 		return err
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		return unix.EACCES
-	}
-	if st.Mode&0o111 == 0 {
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Mode&0o111 == 0 {
 		return unix.EACCES
 	}
 	return nil
@@ -500,7 +494,7 @@ func executable(p string) error {
 
 // reportFailure sends err to the parent: the stage, the errno and the
 // message. Never to stdout/stderr, which belong to the program.
-func reportFailure(status *os.File, err error) {
+func reportFailure(err error) {
 	st := initStatus{Stage: "init", Msg: err.Error()}
 	var se *stageError
 	if errors.As(err, &se) {
@@ -514,7 +508,7 @@ func reportFailure(status *os.File, err error) {
 	// look like the program's. Only a parent that is gone (EPIPE for
 	// good) loses it, and then nobody is waiting for it.
 	for range 3 {
-		if writeStatus(status, st) == nil {
+		if writeStatus(st) == nil {
 			return
 		}
 	}
@@ -530,7 +524,8 @@ func reportReady(marks []int64, listener int) error {
 	return unix.Sendmsg(statusFD, (&initStatus{Ready: true, Listener: listener >= 0, Marks: marks}).marshal(), rights, nil, 0)
 }
 
-func writeStatus(status *os.File, st initStatus) error {
-	_, err := status.Write(st.marshal())
+// writeStatus sends st on the status socket (one packet).
+func writeStatus(st initStatus) error {
+	_, err := unix.Write(statusFD, st.marshal())
 	return err
 }
