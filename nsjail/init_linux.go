@@ -314,10 +314,7 @@ func loadFilter(filter *seccomp.Filter) (int, error) {
 	if mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil || mode != 2 {
 		return -1, stage("seccomp", fmt.Errorf("no filter in force after loading it (mode %d, %v)", mode, err))
 	}
-	if !filter.Notify {
-		return -1, nil
-	}
-	return listener, nil
+	return listener, nil // -1 without Notify
 }
 
 // clearCapabilities empties the effective, permitted and inheritable
