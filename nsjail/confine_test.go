@@ -144,6 +144,142 @@ func TestMountTableIsThePlan(t *testing.T) {
 	}
 }
 
+// A10/E04: every mount of the sandbox has exactly its golden flags (ro or
+// rw, nosuid, nodev, noexec) and filesystem type: the default plan, and
+// a policy's read-only bind, writable bind and tmpfs. A row with a when
+// path is expected only where the host has that path (optional binds,
+// covers and masks of /proc entries the kernel may lack); a bind row
+// (src) has the host filesystem of its source, and also every flag of
+// the host mount it clones (mount_setattr only adds flags). The /dev
+// nodes appear twice: bound under the /dev tmpfs, and again in the
+// read-only cover of /dev, which keeps them usable (no nodev).
+func TestMountAttributes(t *testing.T) {
+	type row struct{ target, fstype, flags, src, when string }
+	bind := func(target, flags string) row { return row{target, "", flags, target, target} }
+	golden := []row{
+		{"/", "tmpfs", "ro,nosuid,nodev", "", ""},
+		bind("/usr", "ro,nosuid,nodev"),
+		bind("/etc/ld.so.cache", "ro,nosuid,nodev"),
+		bind("/etc/alternatives", "ro,nosuid,nodev"),
+		bind("/etc/services", "ro,nosuid,nodev"),
+		bind("/etc/protocols", "ro,nosuid,nodev"),
+		bind("/etc/locale.alias", "ro,nosuid,nodev"),
+		{"/proc", "proc", "rw,nosuid,nodev,noexec", "", ""},
+		{"/dev", "tmpfs", "rw,nosuid,nodev,noexec", "", ""},
+		{"/dev", "tmpfs", "ro,nosuid,nodev,noexec", "", ""},
+		{"/dev/shm", "tmpfs", "rw,nosuid,nodev,noexec", "", ""},
+		{"/dev/pts", "devpts", "rw,nosuid,noexec", "", ""},
+		{"/tmp", "tmpfs", "rw,nosuid,nodev", "", ""},
+		{"/workspace", "tmpfs", "rw,nosuid,nodev", "", ""},
+	}
+	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+			golden = append(golden, bind(d, "ro,nosuid,nodev"))
+		}
+	}
+	for _, c := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"} {
+		golden = append(golden, row{c, "proc", "ro,nosuid,nodev,noexec", "", c})
+	}
+	for _, m := range []string{"/proc/keys", "/proc/key-users", "/proc/kcore", "/proc/timer_list",
+		"/proc/sched_debug", "/proc/latency_stats", "/proc/acpi", "/proc/asound", "/proc/scsi"} {
+		golden = append(golden, row{m, "tmpfs", "ro,nosuid,nodev,noexec", "", m})
+	}
+	for _, n := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		golden = append(golden, bind("/dev/"+n, "rw,nosuid,noexec"), bind("/dev/"+n, "ro,nosuid,noexec"))
+	}
+	dir := testutil.WorldReadableDir(t)
+	user := append(slices.Clone(golden),
+		row{"/data/ro", "", "ro,nosuid,nodev", dir, ""},
+		row{"/data/rw", "", "rw,nosuid,nodev", dir, ""},
+		row{"/scratch", "tmpfs", "rw,nosuid,nodev", "", ""})
+	host := parseMountinfo(t, readFile(t, "/proc/self/mountinfo"))
+	for _, c := range []struct {
+		name   string
+		golden []row
+		mounts []policy.Mount
+	}{
+		{"default", golden, nil},
+		{"user mounts", user, []policy.Mount{
+			{Type: policy.MountROBind, Source: dir, Target: "/data/ro"},
+			{Type: policy.MountBind, Source: dir, Target: "/data/rw"},
+			{Type: policy.MountTmpfs, Target: "/scratch"},
+		}},
+	} {
+		var want []string
+		for _, r := range c.golden {
+			if r.when != "" && !testutil.Exists(r.when) {
+				continue
+			}
+			if r.src != "" {
+				m := hostMountOf(host, r.src)
+				r.fstype, r.flags = m[1], unionFlags(r.flags, m[2])
+			}
+			want = append(want, r.target+" "+r.fstype+" "+r.flags)
+		}
+		var got []string
+		for _, m := range parseMountinfo(t, testutil.Sh(t, `cat /proc/self/mountinfo`, func(p *policy.Policy) { p.Mounts = c.mounts })) {
+			got = append(got, m[0]+" "+m[1]+" "+m[2])
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: mounts (target, type, flags) are\n%s\nwant\n%s", c.name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// parseMountinfo returns each mount's target, filesystem type and flags
+// (ro or rw, nosuid, nodev, noexec: those a sandbox enforces), in order.
+func parseMountinfo(t *testing.T, mi string) [][3]string {
+	t.Helper()
+	var mounts [][3]string
+	for _, l := range strings.Split(strings.TrimSpace(mi), "\n") {
+		f := strings.Fields(l)
+		sep := slices.Index(f, "-")
+		if len(f) < 6 || sep < 6 || sep+1 >= len(f) {
+			t.Fatalf("mountinfo line %q", l)
+		}
+		mounts = append(mounts, [3]string{f[4], f[sep+1], unionFlags("", f[5])})
+	}
+	return mounts
+}
+
+// unionFlags is the canonical form of the flags of a and b together.
+func unionFlags(a, b string) string {
+	set := strings.Split(a+","+b, ",")
+	out := "rw"
+	if slices.Contains(set, "ro") {
+		out = "ro"
+	}
+	for _, f := range []string{"nosuid", "nodev", "noexec"} {
+		if slices.Contains(set, f) {
+			out += "," + f
+		}
+	}
+	return out
+}
+
+// hostMountOf is the host mount that holds path p (the deepest, and of
+// those stacked, the last).
+func hostMountOf(host [][3]string, p string) [3]string {
+	var best [3]string
+	for _, m := range host {
+		if (m[0] == "/" || p == m[0] || strings.HasPrefix(p, m[0]+"/")) && len(m[0]) >= len(best[0]) {
+			best = m
+		}
+	}
+	return best
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // B09, D01, D02: identity, capabilities and no_new_privs of the program:
 // by default uid and gid 1000 inside, the one id each map holds; with a
 // policy's uid 0, root inside, still without a capability.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/rootfs"
@@ -42,15 +41,14 @@ func Init() {
 	// only the calling thread.
 	runtime.LockOSThread()
 	started := monotonicNS()
-	status := os.NewFile(statusFD, "status")
 	err := checkBuild(os.Getenv(buildEnv))
 	if err == nil {
-		err = recovered(func() error { return runInit(status, started) })
+		err = recovered(func() error { return runInit(started) })
 	}
 	if err == nil {
 		err = errors.New("BUG(airlock): init returned without exec")
 	}
-	reportFailure(status, err)
+	reportFailure(err)
 	os.Exit(1)
 }
 
@@ -103,7 +101,7 @@ func stage(name string, err error) error {
 // uid the parent chose), before any untrusted code. The parent has the
 // init in the run's cgroup before it sends the spec (born there, or
 // placed by pid first) unless the init joins it itself (step 3).
-func runInit(status *os.File, started int64) error {
+func runInit(started int64) error {
 	m := marks{started}
 	// 1. The status socket closes at exec: its EOF after "ready" tells
 	// the parent the program was exec'd (with a reaper: "started").
@@ -112,9 +110,9 @@ func runInit(status *os.File, started int64) error {
 	}
 	// 2. The jail to build, every value decided by the parent.
 	spec := os.NewFile(specFD, "spec")
-	cfg, err := readConfig(spec)
-	if err != nil {
-		return stage("read spec", err)
+	cfg := &initConfig{}
+	if err := stage("read spec", readSpec(spec, "spec", cfg)); err != nil {
+		return err
 	}
 	m.take()
 	// 3. Into the run's v1 cgroups before the jail, so that its mounts
@@ -138,19 +136,23 @@ func runInit(status *os.File, started int64) error {
 	// 5. The init confines itself, whatever program comes: cgroup
 	// namespace, fds, capabilities, no_new_privs. Nothing after this
 	// needs a privilege.
-	if err := confine(cfg.Process); err != nil {
+	if err := confine(cfg.Process, cfg.LastCap); err != nil {
 		return err
 	}
 	m.take()
 	// 6. Built and confined: a cold parent goes on; a warm pool's
 	// sandbox is ready for a request.
-	if err := stage("report prepared", writeStatus(status, initStatus{Prepared: true, Marks: m})); err != nil {
+	if err := stage("report prepared", writeStatus(initStatus{Prepared: true, Marks: m})); err != nil {
 		return err
 	}
 	m = m[:0]
 	// 7. The program: what runs, its limits and its filter.
 	var prog programConfig
-	if err := stage("read program", readProgram(spec, &prog)); err != nil {
+	err := readSpec(spec, "program", &prog)
+	if err == nil && len(prog.Args) == 0 {
+		err = errors.New("spec has no program")
+	}
+	if err := stage("read program", err); err != nil {
 		return err
 	}
 	m.take()
@@ -237,9 +239,10 @@ func buildJail(cfg *initConfig) error {
 }
 
 // confine is the init's own confinement, in order: cgroup namespace (in
-// the jail), fds, capabilities, no_new_privs. The process backend has
-// no namespaces: it only empties the capability sets it may have.
-func confine(process bool) error {
+// the jail), fds, capabilities (0 to last), no_new_privs. The process
+// backend has no namespaces: it only empties the capability sets it may
+// have.
+func confine(process bool, last int) error {
 	// A cgroup namespace rooted at the run's cgroup (final by now: see
 	// runInit), so /proc/self/cgroup shows "/" and no host path.
 	// unshare affects only this thread, which is the one that execs.
@@ -256,11 +259,11 @@ func confine(process bool) error {
 	}
 	// Capabilities before no_new_privs and the filter: a filter may deny
 	// the prctl and capset calls the drop makes.
-	dropCaps := dropCapabilities
-	if process {
-		dropCaps = clearCapabilities
+	drop := clearCapabilities
+	if !process {
+		drop = func() error { return dropCapabilities(last) }
 	}
-	if err := stage("drop capabilities", dropCaps()); err != nil {
+	if err := stage("drop capabilities", drop()); err != nil {
 		return err
 	}
 	// no_new_privs: no exec can grant privileges back (setuid bits, file
@@ -311,10 +314,7 @@ func loadFilter(filter *seccomp.Filter) (int, error) {
 	if mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil || mode != 2 {
 		return -1, stage("seccomp", fmt.Errorf("no filter in force after loading it (mode %d, %v)", mode, err))
 	}
-	if !filter.Notify {
-		return -1, nil
-	}
-	return listener, nil
+	return listener, nil // -1 without Notify
 }
 
 // clearCapabilities empties the effective, permitted and inheritable
@@ -344,28 +344,15 @@ func joinCgroup(n int) error {
 // maxSpec bounds what the init reads from its parent.
 const maxSpec = 64 << 20
 
-func readConfig(r io.Reader) (*initConfig, error) {
-	var cfg initConfig
+// readSpec reads the parent's next message (what: "spec" or "program")
+// into m.
+func readSpec(r io.Reader, what string, m interface{ unmarshal([]byte) error }) error {
 	b, err := readMsg(r, maxSpec)
 	if err == nil {
-		err = cfg.unmarshal(b)
+		err = m.unmarshal(b)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("parent sent no valid spec (died?): %w", err)
-	}
-	return &cfg, nil
-}
-
-func readProgram(r io.Reader, p *programConfig) error {
-	b, err := readMsg(r, maxSpec)
-	if err == nil {
-		err = p.unmarshal(b)
-	}
-	if err != nil {
-		return fmt.Errorf("parent sent no valid program (died?): %w", err)
-	}
-	if len(p.Args) == 0 {
-		return errors.New("spec has no program")
+		return fmt.Errorf("parent sent no valid %s (died?): %w", what, err)
 	}
 	return nil
 }
@@ -410,15 +397,13 @@ const (
 
 // dropCapabilities empties all five capability sets of this thread (and so
 // of the program it execs) and locks uid 0 out of regaining any; then it
-// checks that they are empty.
-func dropCapabilities() error {
+// checks that they are empty. last is the kernel's highest capability,
+// as the parent read it (cap_last_cap); the check fails unless the
+// kernel agrees.
+func dropCapabilities(last int) error {
 	// The bounding set first: dropping from it needs CAP_SETPCAP, which
 	// the capset below removes. Every capability the kernel knows is
 	// dropped, and any failure aborts (an EINVAL is no "end of list").
-	last, err := lastCap()
-	if err != nil {
-		return err
-	}
 	for c := 0; c <= last; c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
 			return fmt.Errorf("PR_CAPBSET_DROP %d: %w", c, err)
@@ -431,35 +416,10 @@ func dropCapabilities() error {
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, uintptr(bits), 0, 0, 0); err != nil {
 		return fmt.Errorf("securebits: %w", err)
 	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
+	if err := clearCapabilities(); err != nil {
 		return fmt.Errorf("capset: %w", err)
 	}
 	return verifyNoCapabilities(last)
-}
-
-// lastCap is the highest capability the kernel knows.
-func lastCap() (int, error) {
-	// Read with plain syscalls: the init's first os.File read would set
-	// up Go's netpoller (an epoll instance, an eventfd, three more calls),
-	// which nothing else in the init needs.
-	fd, err := unix.Open("/proc/sys/kernel/cap_last_cap", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, fmt.Errorf("cap_last_cap: %w", err)
-	}
-	var buf [16]byte
-	n, err := unix.Read(fd, buf[:])
-	unix.Close(fd)
-	if err != nil {
-		return 0, fmt.Errorf("cap_last_cap: %w", err)
-	}
-	b := buf[:max(n, 0)]
-	last, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || last < 0 || last > 63 {
-		return 0, fmt.Errorf("cap_last_cap %q: %v", b, err)
-	}
-	return last, nil
 }
 
 // verifyNoCapabilities reads back what dropCapabilities set: no syscall
@@ -484,6 +444,10 @@ func verifyNoCapabilities(last int) error {
 		if err != nil || amb != 0 {
 			return fmt.Errorf("capability %d left in the ambient set (%v)", c, err)
 		}
+	}
+	// Dropped were all there are: the kernel knows no capability last+1.
+	if _, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(last+1), 0, 0, 0); last < 0 || !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("capability %d is not the kernel's last (%v)", last, err)
 	}
 	return nil
 }
@@ -519,10 +483,7 @@ func executable(p string) error {
 	if err := unix.Stat(p, &st); err != nil {
 		return err
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		return unix.EACCES
-	}
-	if st.Mode&0o111 == 0 {
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Mode&0o111 == 0 {
 		return unix.EACCES
 	}
 	return nil
@@ -530,7 +491,7 @@ func executable(p string) error {
 
 // reportFailure sends err to the parent: the stage, the errno and the
 // message. Never to stdout/stderr, which belong to the program.
-func reportFailure(status *os.File, err error) {
+func reportFailure(err error) {
 	st := initStatus{Stage: "init", Msg: err.Error()}
 	var se *stageError
 	if errors.As(err, &se) {
@@ -544,7 +505,7 @@ func reportFailure(status *os.File, err error) {
 	// look like the program's. Only a parent that is gone (EPIPE for
 	// good) loses it, and then nobody is waiting for it.
 	for range 3 {
-		if writeStatus(status, st) == nil {
+		if writeStatus(st) == nil {
 			return
 		}
 	}
@@ -560,7 +521,8 @@ func reportReady(marks []int64, listener int) error {
 	return unix.Sendmsg(statusFD, (&initStatus{Ready: true, Listener: listener >= 0, Marks: marks}).marshal(), rights, nil, 0)
 }
 
-func writeStatus(status *os.File, st initStatus) error {
-	_, err := status.Write(st.marshal())
+// writeStatus sends st on the status socket (one packet).
+func writeStatus(st initStatus) error {
+	_, err := unix.Write(statusFD, st.marshal())
 	return err
 }

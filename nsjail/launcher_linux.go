@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -57,6 +59,7 @@ type Sandbox struct {
 	outs        []*outPipe    // the program's output pipes (outpipe_linux.go)
 	programSent bool          // the program went with the spec (build)
 	reaper      bool          // the init inherits the reaper (initConfig.Reaper)
+	lastCap     int           // the kernel's last capability (initConfig.LastCap; ambient caps)
 	cpuBase     time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
 	egressLn    net.Listener  // net allow: the init's listener, until served (under mu)
 	egressSent  bool          // the init sent it (under mu; egressLn may be gone already)
@@ -221,6 +224,7 @@ func (s *Sandbox) launch() (*initChannels, error) {
 	}
 	defer closeAll(tasks) // the init holds its own copies once started
 	s.placed, s.joins = cgfd >= 0 || len(tasks) > 0, len(tasks)
+	s.lastCap = lastCap()
 	// The reaper goes after the tasks files (reaper_linux.go).
 	inherit := func(tasks []*os.File) []*os.File { return tasks }
 	if s.spec.SpawnPath != "" && !s.spec.Process && !s.spec.NoReaper {
@@ -297,7 +301,7 @@ func monotonicNS() int64 {
 // prepared one (a warm pool's) gets it from run, with its request.
 func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	cfg := initConfigFor(s.spec)
-	cfg.JoinCgroup, cfg.Reaper = s.joins, s.reaper
+	cfg.JoinCgroup, cfg.Reaper, cfg.LastCap = s.joins, s.reaper, s.lastCap
 	// Placed by pid (v2 where clone3 was refused) before the spec: from
 	// its first step on, the init is in its final cgroup (its cgroup
 	// namespace is rooted there), as when born there or moving itself.
@@ -486,7 +490,7 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 		// An exec keeps capabilities only for uid 0 or as ambient ones:
 		// every one, for the init's setup in its namespace (it drops them
 		// all, ambient included, before the program).
-		AmbientCaps: ambientCaps(spec.UID),
+		AmbientCaps: ambientCaps(spec.UID, s.lastCap),
 		Setsid:      true,
 		Pdeathsig:   syscall.SIGKILL,
 	}
@@ -614,21 +618,30 @@ func cloneFlags(spec *Spec) uintptr {
 	return f
 }
 
-// ambientCaps is every capability the kernel knows, for an init that is
-// not uid 0 inside (nil for one that is).
-func ambientCaps(uid int) []uintptr {
+// ambientCaps is every capability the kernel knows (0 to last), for an
+// init that is not uid 0 inside (nil for one that is).
+func ambientCaps(uid, last int) []uintptr {
 	if uid == 0 {
 		return nil
-	}
-	last, err := lastCap()
-	if err != nil {
-		last = unix.CAP_LAST_CAP // the start then fails if the kernel knows fewer
 	}
 	caps := make([]uintptr, last+1)
 	for c := range caps {
 		caps[c] = uintptr(c)
 	}
 	return caps
+}
+
+// lastCap is the highest capability the kernel knows (cap_last_cap), or,
+// where that cannot be read, the last this build knows: the init drops
+// its bounding set up to it and fails unless the kernel agrees that it is
+// the last (verifyNoCapabilities).
+func lastCap() int {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	last, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || perr != nil || last < 0 || last > 63 {
+		return unix.CAP_LAST_CAP
+	}
+	return last
 }
 
 // hostIDs returns the host uid and gid the sandbox's ids map to: the

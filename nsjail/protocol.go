@@ -94,6 +94,10 @@ type initConfig struct {
 	// helper's binary, opened O_PATH), exec'd as pid 1 with the program
 	// its child (reaper_linux.go).
 	Reaper bool
+	// LastCap is the kernel's highest capability (lastCap): the init
+	// drops its bounding set from 0 to LastCap, and checks that the
+	// kernel knows no capability past it.
+	LastCap int
 }
 
 // programConfig is the part of the spec applied just before exec: what

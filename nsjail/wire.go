@@ -34,7 +34,9 @@ import (
 // initConfig.EgressPort, initStatus.Egress. Version 5: initConfig.Reaper,
 // programConfig.TTY, initStatus.Started, Ended and WaitStatus (the
 // reaper's; cmd/airlock-spawn writes its reports in this form too).
-const wireVersion = 5
+// Version 6: initConfig.LastCap (the parent reads cap_last_cap, not the
+// init).
+const wireVersion = 6
 
 // writeMsg sends one message: header and payload in a single write.
 func writeMsg(w io.Writer, payload []byte) error {
@@ -234,6 +236,7 @@ func (c *initConfig) marshal() []byte {
 	e.landlock(c.Landlock)
 	e.int(int64(c.EgressPort))
 	e.bool(c.Reaper)
+	e.int(int64(c.LastCap))
 	return e.b
 }
 
@@ -255,6 +258,7 @@ func (c *initConfig) unmarshal(b []byte) error {
 	c.Landlock = d.landlock()
 	c.EgressPort = d.smallInt()
 	c.Reaper = d.bool()
+	c.LastCap = d.smallInt()
 	return d.end()
 }
 

@@ -63,7 +63,11 @@ func Apply(p Plan, staging string) error {
 		if op.Kind != KindBind {
 			continue
 		}
-		fd, err := cloneSource(op)
+		fd, err := clone(unix.AT_FDCWD, op.Source, unix.AT_RECURSIVE, op)
+		if err == nil && fd > 0 && op.CharDevice && fileType(fd) != unix.S_IFCHR {
+			unix.Close(fd)
+			err = fmt.Errorf("not a character device: %w", unix.EINVAL)
+		}
 		if err != nil {
 			return &StepError{Step: "bind", Target: op.Source, Err: err}
 		}
@@ -93,25 +97,14 @@ func Apply(p Plan, staging string) error {
 	return nil
 }
 
-// cloneSource returns a detached, private, recursive copy of op.Source
-// with op's attributes already set, or 0 for a missing optional source.
-func cloneSource(op Op) (int, error) {
-	fd, err := unix.OpenTree(unix.AT_FDCWD, op.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-	if errors.Is(err, unix.ENOENT) && op.Optional {
-		return 0, nil
-	}
-	if err != nil {
-		return -1, fmt.Errorf("open_tree: %w", err)
-	}
-	attr := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
-	if op.CharDevice {
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
-			unix.Close(fd)
-			return -1, fmt.Errorf("not a character device: %w", unix.EINVAL)
-		}
-		// A device node is useless on a nodev mount; it gets noexec instead.
-		attr = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC
+// attrs are the mount attributes of op, the same for every kind: always
+// nosuid, nodev unless KeepDevices, read-only and noexec as op says (the
+// plan sets these; Validate refuses an op that would get fewer than its
+// kind's).
+func attrs(op Op) int {
+	attr := unix.MOUNT_ATTR_NOSUID
+	if !op.KeepDevices {
+		attr |= unix.MOUNT_ATTR_NODEV
 	}
 	if op.ReadOnly {
 		attr |= unix.MOUNT_ATTR_RDONLY
@@ -119,25 +112,42 @@ func cloneSource(op Op) (int, error) {
 	if op.NoExec {
 		attr |= unix.MOUNT_ATTR_NOEXEC
 	}
-	if err := setattr(fd, attr); err != nil {
+	return attr
+}
+
+// clone returns a detached copy of path (at dirfd; flags add to open_tree's)
+// with op's attributes set on every mount of it, made private so nothing
+// propagates between the sandbox and the host; or 0 for a missing path
+// when op is optional.
+func clone(dirfd int, path string, flags uint, op Op) (int, error) {
+	fd, err := unix.OpenTree(dirfd, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|flags)
+	if errors.Is(err, unix.ENOENT) && op.Optional {
+		return 0, nil
+	}
+	if err != nil {
+		return -1, fmt.Errorf("open_tree: %w", err)
+	}
+	err = unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE,
+		&unix.MountAttr{Attr_set: uint64(attrs(op)), Propagation: unix.MS_PRIVATE})
+	if err != nil {
 		unix.Close(fd)
-		return -1, err
+		return -1, fmt.Errorf("mount_setattr: %w", err)
 	}
 	return fd, nil
 }
 
-// setattr sets attr on every mount of the detached tree fd and makes it
-// private, so nothing propagates between the sandbox and the host.
-func setattr(fd int, attr uint64) error {
-	err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE,
-		&unix.MountAttr{Attr_set: attr, Propagation: unix.MS_PRIVATE})
-	if err != nil {
-		return fmt.Errorf("mount_setattr: %w", err)
+// fileType is the S_IFMT bits of fd's file, or 0 if fstat fails: no
+// type, so a check for one fails (and a directory bind is attached on a
+// file, which move_mount refuses).
+func fileType(fd int) uint32 {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return 0
 	}
-	return nil
+	return st.Mode & unix.S_IFMT
 }
 
-func applyOp(root int, op Op, clone int) error {
+func applyOp(root int, op Op, tree int) error {
 	rel := strings.TrimPrefix(op.Target, "/")
 	switch op.Kind {
 	case KindDir:
@@ -154,70 +164,24 @@ func applyOp(root int, op Op, clone int) error {
 		return inParent(root, rel, func(dir int, name string) error {
 			return writeFileAt(dir, name, op.Data)
 		})
-	case KindTmpfs:
-		attr := unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
-		if op.ReadOnly {
-			attr |= unix.MOUNT_ATTR_RDONLY
-		}
-		if op.NoExec {
-			attr |= unix.MOUNT_ATTR_NOEXEC
-		}
-		mfd, err := newFS("tmpfs", op.Options, attr)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(mfd)
-		return attachDir(root, rel, mfd)
-	case KindProc, KindDevpts:
-		attr := unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC
-		if op.Kind == KindProc {
-			attr |= unix.MOUNT_ATTR_NODEV
-		}
-		mfd, err := newFS(string(op.Kind), op.Options, attr)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(mfd)
-		return attachDir(root, rel, mfd)
+	case KindTmpfs, KindProc, KindDevpts:
+		return mountFS(root, rel, string(op.Kind), op.Options, op)
 	case KindBind:
-		if clone == 0 {
+		if tree == 0 {
 			return nil // optional and missing
 		}
-		var st unix.Stat_t
-		if err := unix.Fstat(clone, &st); err != nil {
-			return err
+		if fileType(tree) == unix.S_IFDIR {
+			return attachDir(root, rel, tree)
 		}
-		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			return attachDir(root, rel, clone)
-		}
-		return attachFile(root, rel, clone)
+		return attachFile(root, rel, tree)
 	case KindCover:
-		return cover(root, rel, op.Optional, op.KeepDevices)
+		// rel (inside the new root) re-bound onto itself with op's
+		// attributes (read-only).
+		return cloneOnto(root, rel, rel, unix.AT_RECURSIVE, op)
 	case KindMask:
-		return mask(root, rel)
+		return mask(root, rel, op)
 	}
 	return fmt.Errorf("unknown kind %q", op.Kind)
-}
-
-// cover re-binds rel (inside the new root) read-only onto itself, and
-// nodev unless keepDevices.
-func cover(root int, rel string, optional, keepDevices bool) error {
-	fd, err := unix.OpenTree(root, rel, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
-	if errors.Is(err, unix.ENOENT) && optional {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("open_tree: %w", err)
-	}
-	defer unix.Close(fd)
-	attr := uint64(unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC)
-	if !keepDevices {
-		attr |= unix.MOUNT_ATTR_NODEV
-	}
-	if err := setattr(fd, attr); err != nil {
-		return err
-	}
-	return moveOnto(root, rel, fd)
 }
 
 // mask hides rel (inside the new root) if it exists: a directory under
@@ -226,7 +190,7 @@ func cover(root int, rel string, optional, keepDevices bool) error {
 // no source on any host path to swap (the /dev/null race of
 // CVE-2025-31133 cannot happen). (A file of a detached tmpfs would be
 // simpler, but kernels before 6.15 refuse to clone from a detached mount.)
-func mask(root int, rel string) error {
+func mask(root int, rel string, op Op) error {
 	var st unix.Stat_t
 	err := unix.Fstatat(root, rel, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if errors.Is(err, unix.ENOENT) {
@@ -235,14 +199,8 @@ func mask(root int, rel string) error {
 	if err != nil {
 		return err
 	}
-	ro := unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		mfd, err := newFS("tmpfs", "size=4k,nr_inodes=1,mode=0555", ro)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(mfd)
-		return attachDir(root, rel, mfd)
+		return mountFS(root, rel, "tmpfs", "size=4k,nr_inodes=1,mode=0555", op)
 	}
 	const empty = ".airlock-mask"
 	f, err := unix.Openat(root, empty, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
@@ -251,20 +209,19 @@ func mask(root int, rel string) error {
 	}
 	unix.Close(f)
 	defer unix.Unlinkat(root, empty, 0)
-	fd, err := unix.OpenTree(root, empty, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
-	if err != nil {
-		return fmt.Errorf("open_tree: %w", err)
-	}
-	defer unix.Close(fd)
-	if err := setattr(fd, uint64(ro)); err != nil {
-		return err
-	}
-	return moveOnto(root, rel, fd)
+	return cloneOnto(root, rel, empty, 0, op)
 }
 
-// moveOnto attaches the detached mount fd on rel, an existing entry of
-// the new root (never following a symlink).
-func moveOnto(root int, rel string, fd int) error {
+// cloneOnto clones path (inside the new root; flags add to open_tree's)
+// with op's attributes and attaches the clone on rel, an existing entry
+// of the new root; neither is a symlink followed. A missing optional
+// path is skipped.
+func cloneOnto(root int, rel, path string, flags uint, op Op) error {
+	fd, err := clone(root, path, flags|unix.AT_SYMLINK_NOFOLLOW, op)
+	if err != nil || fd == 0 {
+		return err
+	}
+	defer unix.Close(fd)
 	return inParent(root, rel, func(dir int, name string) error {
 		t, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -273,6 +230,17 @@ func moveOnto(root int, rel string, fd int) error {
 		defer unix.Close(t)
 		return moveMount(fd, t)
 	})
+}
+
+// mountFS mounts a fresh fstype filesystem with options and op's
+// attributes on the directory rel.
+func mountFS(root int, rel, fstype, options string, op Op) error {
+	mfd, err := newFS(fstype, options, attrs(op))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(mfd)
+	return attachDir(root, rel, mfd)
 }
 
 // newFS creates a detached mount of a fresh fstype filesystem with the
@@ -329,11 +297,7 @@ func attachFile(root int, rel string, mfd int) error {
 			return err
 		}
 		defer unix.Close(t)
-		var st unix.Stat_t
-		if err := unix.Fstat(t, &st); err != nil {
-			return err
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		if fileType(t) != unix.S_IFREG {
 			return ErrSymlink
 		}
 		return moveMount(mfd, t)

@@ -17,20 +17,25 @@ const (
 	// "size=64m,mode=1777"). Always nosuid and nodev.
 	KindTmpfs Kind = "tmpfs"
 	// KindBind binds the host path Source at Target, recursively
-	// (submounts included), nosuid and nodev; ReadOnly makes the whole
-	// tree read-only. Source may be a directory or a file.
+	// (submounts included), nosuid and nodev (but see CharDevice);
+	// ReadOnly makes the whole tree read-only. Source may be a directory
+	// or a file.
 	KindBind Kind = "bind"
-	// KindProc mounts a fresh procfs of the sandbox's pid namespace.
+	// KindProc mounts a fresh procfs of the sandbox's pid namespace
+	// (nosuid, nodev, noexec: NoExec is required).
 	KindProc Kind = "proc"
 	// KindCover re-binds Target, a path already inside the new root,
-	// read-only onto itself (used to cover writable holes in /proc).
+	// read-only onto itself (used to cover writable holes in /proc):
+	// ReadOnly and NoExec are required.
 	KindCover Kind = "cover"
 	// KindMask hides Target, an entry already inside the new root (in
 	// /proc), when it exists: a file under an empty read-only file, a
-	// directory under an empty read-only tmpfs.
+	// directory under an empty read-only tmpfs. ReadOnly and NoExec are
+	// required, KeepDevices and Optional refused.
 	KindMask Kind = "mask"
 	// KindDevpts mounts a private devpts instance at Target (ptys of the
-	// sandbox only, new ones mode 0620, its ptmx 0666).
+	// sandbox only, new ones mode 0620, its ptmx 0666): NoExec is
+	// required, KeepDevices makes the ptys usable.
 	KindDevpts Kind = "devpts"
 	// KindDir creates the directory Target.
 	KindDir Kind = "dir"
@@ -47,18 +52,24 @@ type Op struct {
 	Target  string `json:"target"`
 	Options string `json:"options,omitempty"` // tmpfs options
 	Data    string `json:"data,omitempty"`    // file contents
-	// ReadOnly makes a bind or tmpfs read-only (recursively for binds).
+	// The mount attributes of a mount (every kind but dir, symlink and
+	// file) are these three fields alone, whatever its kind: always
+	// nosuid; nodev unless KeepDevices; ro and noexec as ReadOnly and
+	// NoExec say (recursively for binds and covers). Validate refuses
+	// an op that would get fewer than its kind needs.
 	ReadOnly bool `json:"read_only,omitempty"`
-	// NoExec adds noexec.
-	NoExec bool `json:"no_exec,omitempty"`
+	NoExec   bool `json:"no_exec,omitempty"`
+	// KeepDevices leaves out nodev, so device nodes stay usable: only on
+	// a devpts, a character-device bind (noexec instead: a device node
+	// is useless on a nodev mount) and a cover (the cover of /dev, whose
+	// bound nodes it copies).
+	KeepDevices bool `json:"keep_devices,omitempty"`
 	// Optional skips a bind or cover whose source does not exist.
 	Optional bool `json:"optional,omitempty"`
 	// CharDevice requires a bind source to be a character device (the
-	// /dev nodes), so a swapped /dev/null is refused, not bound.
+	// /dev nodes), so a swapped /dev/null is refused, not bound. Such a
+	// bind must be NoExec; KeepDevices makes the node usable.
 	CharDevice bool `json:"char_device,omitempty"`
-	// KeepDevices leaves a cover without nodev, so the device nodes
-	// under it stay usable (the cover of /dev).
-	KeepDevices bool `json:"keep_devices,omitempty"`
 }
 
 // Plan is the whole filesystem of a sandbox: a list of steps carried out in
@@ -182,21 +193,21 @@ func Default(o Options) (Plan, error) {
 	}
 
 	// /proc: the sandbox's own pid namespace, never the host's.
-	add(Op{Kind: KindProc, Target: "/proc"})
+	add(Op{Kind: KindProc, Target: "/proc", NoExec: true})
 	for _, c := range procCovers {
-		add(Op{Kind: KindCover, Target: c, Optional: true})
+		add(Op{Kind: KindCover, Target: c, ReadOnly: true, NoExec: true, Optional: true})
 	}
 	for _, m := range procMasks {
-		add(Op{Kind: KindMask, Target: m})
+		add(Op{Kind: KindMask, Target: m, ReadOnly: true, NoExec: true})
 	}
 
 	// /dev: a tiny tmpfs with the harmless host nodes bound in.
 	add(Op{Kind: KindTmpfs, Target: "/dev", Options: "size=64k,nr_inodes=64,mode=0755", NoExec: true})
 	for _, n := range devNodes {
-		add(Op{Kind: KindBind, Source: "/dev/" + n, Target: "/dev/" + n, CharDevice: true})
+		add(devBind("/dev/"+n, "/dev/"+n))
 	}
 	if o.Console != "" {
-		add(Op{Kind: KindBind, Source: o.Console, Target: "/dev/console", CharDevice: true})
+		add(devBind(o.Console, "/dev/console"))
 	}
 	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}} {
 		add(Op{Kind: KindSymlink, Source: l[1], Target: "/dev/" + l[0]})
@@ -209,9 +220,9 @@ func Default(o Options) (Plan, error) {
 	add(Op{Kind: KindDir, Target: "/dev/shm"})
 	add(Op{Kind: KindDir, Target: "/dev/pts"})
 	add(Op{Kind: KindSymlink, Source: "pts/ptmx", Target: "/dev/ptmx"})
-	add(Op{Kind: KindCover, Target: "/dev", KeepDevices: true})
+	add(Op{Kind: KindCover, Target: "/dev", ReadOnly: true, NoExec: true, KeepDevices: true})
 	add(Op{Kind: KindTmpfs, Target: "/dev/shm", Options: tmpfsOpts(size, "1777"), NoExec: true})
-	add(Op{Kind: KindDevpts, Target: "/dev/pts", Options: "ptmxmode=0666,mode=0620"})
+	add(Op{Kind: KindDevpts, Target: "/dev/pts", Options: "ptmxmode=0666,mode=0620", NoExec: true, KeepDevices: true})
 
 	add(Op{Kind: KindTmpfs, Target: "/tmp", Options: tmpfsOpts(size, "1777")})
 	if o.Workspace != "" {
@@ -221,6 +232,12 @@ func Default(o Options) (Plan, error) {
 	}
 	p.Ops = append(p.Ops, o.Extra...)
 	return p, p.Validate()
+}
+
+// devBind binds the host character device source at target: usable
+// (no nodev), so noexec instead.
+func devBind(source, target string) Op {
+	return Op{Kind: KindBind, Source: source, Target: target, CharDevice: true, KeepDevices: true, NoExec: true}
 }
 
 // TmpfsOptions returns the options of a writable tmpfs of size bytes.
@@ -286,12 +303,25 @@ func hostEtc(path, def string) string {
 }
 
 // Validate checks that every target is an absolute clean path, that the
-// root, /proc and /dev are only built by the plan's own steps, and that
-// each step has what its kind needs.
+// root, /proc and /dev are only built by the plan's own steps, that each
+// step has what its kind needs, and that no mount has fewer attributes
+// than its kind's (see Op.ReadOnly): only a devpts, a character-device
+// bind and a cover may keep devices; the device binds, procfs, devpts,
+// covers and masks are noexec; covers and masks read-only.
 func (p Plan) Validate() error {
 	for i, op := range p.Ops {
 		if !path.IsAbs(op.Target) || path.Clean(op.Target) != op.Target || op.Target == "/" {
 			return fmt.Errorf("rootfs: op %d: target %q must be an absolute, clean path below /", i, op.Target)
+		}
+		devBind := op.Kind == KindBind && op.CharDevice
+		devices := devBind || op.Kind == KindDevpts || op.Kind == KindCover
+		noexec := devBind || op.Kind == KindDevpts || op.Kind == KindCover || op.Kind == KindProc || op.Kind == KindMask
+		readOnly := op.Kind == KindCover || op.Kind == KindMask
+		switch {
+		case op.KeepDevices && !devices, noexec && !op.NoExec, readOnly && !op.ReadOnly:
+			return fmt.Errorf("rootfs: op %d: %s %s: mount attributes (read-only %v, noexec %v, keep devices %v) unlike its kind's", i, op.Kind, op.Target, op.ReadOnly, op.NoExec, op.KeepDevices)
+		case op.Optional && op.Kind != KindBind && op.Kind != KindCover:
+			return fmt.Errorf("rootfs: op %d: %s %s cannot be optional", i, op.Kind, op.Target)
 		}
 		switch op.Kind {
 		case KindBind:

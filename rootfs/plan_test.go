@@ -95,6 +95,20 @@ func TestValidateRejects(t *testing.T) {
 		{Kind: KindBind, Source: "rel", Target: "/x"},
 		{Kind: KindSymlink, Target: "/x"},
 		{Kind: "overlay", Target: "/x"},
+		// Mount attributes weaker than the kind's (Op.ReadOnly).
+		{Kind: KindTmpfs, Target: "/x", KeepDevices: true},
+		{Kind: KindBind, Source: "/x", Target: "/x", KeepDevices: true},
+		{Kind: KindBind, Source: "/dev/null", Target: "/dev/null", CharDevice: true, KeepDevices: true},
+		{Kind: KindProc, Target: "/proc"},
+		{Kind: KindProc, Target: "/proc", NoExec: true, KeepDevices: true},
+		{Kind: KindDevpts, Target: "/dev/pts", KeepDevices: true},
+		{Kind: KindCover, Target: "/proc/sys", NoExec: true},
+		{Kind: KindCover, Target: "/proc/sys", ReadOnly: true},
+		{Kind: KindMask, Target: "/proc/kcore", NoExec: true},
+		{Kind: KindMask, Target: "/proc/kcore", ReadOnly: true},
+		{Kind: KindMask, Target: "/proc/kcore", ReadOnly: true, NoExec: true, KeepDevices: true},
+		{Kind: KindMask, Target: "/proc/kcore", ReadOnly: true, NoExec: true, Optional: true},
+		{Kind: KindTmpfs, Target: "/x", Optional: true},
 	} {
 		if err := (Plan{Ops: []Op{op}}).Validate(); err == nil {
 			t.Errorf("accepted %+v", op)

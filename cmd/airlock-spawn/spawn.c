@@ -277,7 +277,7 @@ struct clone_args3 {
 // sigtimedwait: no handlers. It forwards each signal to the program's
 // process group (the program leads a session of its own), reaps every
 // process that ends, and reports on STATUSFD in the init's status form
-// (nsjail/wire.go, version 5): {started} once the program was exec'd, or
+// (nsjail/wire.go, version 6): {started} once the program was exec'd, or
 // {stage "exec", errno} if it could not be; {ended, wait status} when it
 // ends, and then exits. Single-threaded, about ten KiB resident.
 
@@ -309,7 +309,7 @@ static unsigned char *wstr(unsigned char *p, const char *s, unsigned long max) {
 // and what (the message).
 static void status(int fd, int started, int ended, unsigned ws, const char *stage, long err, const char *what) {
 	unsigned char m[4200], *p = m;
-	*p++ = 5;                                    // wireVersion
+	*p++ = 6;                                    // wireVersion
 	*p++ = 0, *p++ = 0, *p++ = 0;                // ready, prepared, listener
 	*p++ = (unsigned char)started, *p++ = (unsigned char)ended;
 	p = uvarint(p, ws);

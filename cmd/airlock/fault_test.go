@@ -226,7 +226,7 @@ var faults = []fault{
 	// forked) beat to the same per-thread ordinal in some modes: then they
 	// are skipped as not injectable, and nsjail TestSendToDeadInit covers
 	// both without strace.
-	{name: "write/spec", inj: []inject{errInj("write", "EPIPE", `\5\7airlock\1`)}, stage: "send spec"},
+	{name: "write/spec", inj: []inject{errInj("write", "EPIPE", `\6\7airlock\1`)}, stage: "send spec"},
 	{name: "write/program", inj: []inject{errInj("write", "EPIPE", `\7python3\2-I`)}, stage: "send program"},
 	// The init: the jail (initConfig).
 	{name: "read/spec", inj: []inject{errInj("read", "EIO", "(3<pipe:")}, stage: "read spec"},
@@ -261,8 +261,8 @@ var faults = []fault{
 	{name: "ioctl/lo-get", inj: []inject{errInj("ioctl", "ENODEV", "SIOCGIFFLAGS")}, stage: "loopback up"},
 	{name: "ioctl/lo-up", inj: []inject{errInj("ioctl", "EPERM", "SIOCSIFFLAGS")}, stage: "loopback up"},
 	// The program part (programConfig), once placed in the cgroup.
-	{name: "write/prepared", inj: []inject{errInj("write", "EPIPE", `"\5\0\1\0\0\0\0`)}, stage: "report prepared"},
-	{name: "read/program", inj: []inject{{syscall: "read", errno: "EIO", match: "(3<pipe:", after: `"\5\0\1\0\0\0\0`}}, stage: "read program"},
+	{name: "write/prepared", inj: []inject{errInj("write", "EPIPE", `"\6\0\1\0\0\0\0`)}, stage: "report prepared"},
+	{name: "read/program", inj: []inject{{syscall: "read", errno: "EIO", match: "(3<pipe:", after: `"\6\0\1\0\0\0\0`}}, stage: "read program"},
 	{name: "unshare/cgroupns", inj: []inject{errInj("unshare", "EPERM", "CLONE_NEWCGROUP")}, stage: "unshare cgroup"},
 	{name: "prlimit64/nofile", inj: []inject{errInj("prlimit64", "EPERM", "RLIMIT_NOFILE, {rlim_cur=1024")}, stage: "setrlimit"},
 	{name: "prlimit64/fsize", inj: []inject{errInj("prlimit64", "EINVAL", "RLIMIT_FSIZE, {")}, stage: "setrlimit"},
@@ -275,7 +275,11 @@ var faults = []fault{
 	{name: "prctl/bset-drop-sys-admin", inj: []inject{errInj("prctl", "EPERM", "PR_CAPBSET_DROP, CAP_SYS_ADMIN")}, stage: "drop capabilities: PR_CAPBSET_DROP 21"},
 	// EINVAL is the kernel's "no such capability": it may end the loop
 	// only past the last one, never leave the bounding set full.
-	{name: "openat/cap_last_cap", inj: []inject{errInj("openat", "EACCES", "cap_last_cap")}, stage: "drop capabilities: cap_last_cap"},
+	// The supervisor reads cap_last_cap for the init: unreadable, it
+	// sends the last capability this build knows, which the init checks
+	// against the kernel (the next one must be none): here they agree.
+	{name: "openat/cap_last_cap", inj: []inject{{syscall: "openat", errno: "EACCES", path: "/proc/sys/kernel/cap_last_cap", when: 1, hit: "cap_last_cap"}}},
+	{name: "prctl/bset-read-past-last", inj: []inject{errInj("prctl", "EPERM", "PR_CAPBSET_READ, 0x")}, stage: "drop capabilities: capability 40 is not the kernel's last"},
 	{name: "prctl/bset-drop-einval", inj: []inject{errInj("prctl", "EINVAL", "PR_CAPBSET_DROP, CAP_CHOWN")}, stage: "drop capabilities"},
 	{name: "prctl/ambient", inj: []inject{errInj("prctl", "EPERM", "PR_CAP_AMBIENT_CLEAR_ALL")}, stage: "drop capabilities: clear ambient"},
 	{name: "prctl/securebits", inj: []inject{errInj("prctl", "EPERM", "PR_SET_SECUREBITS")}, stage: "drop capabilities: securebits"},
@@ -287,7 +291,7 @@ var faults = []fault{
 	{name: "landlock/add-rule", inj: []inject{errInj("landlock_add_rule", "EINVAL", "")}, stage: "landlock"},
 	{name: "landlock/restrict", inj: []inject{errInj("landlock_restrict_self", "EPERM", "")}, stage: "landlock"},
 	// The ready report, with the seccomp listener (one sendmsg).
-	{name: "sendmsg/ready", inj: []inject{errInj("sendmsg", "EPIPE", `"\5\1\0\1\0\0\0`)}, stage: "report ready"},
+	{name: "sendmsg/ready", inj: []inject{errInj("sendmsg", "EPIPE", `"\6\1\0\1\0\0\0`)}, stage: "report ready"},
 	// The CLI's own probe for user notification may be the same ordinal
 	// on its thread: then the filter kills without naming; still a filter.
 	{name: "seccomp/load", inj: []inject{seccompLoad("EPERM")}, stage: "seccomp"},
