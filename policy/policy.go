@@ -506,10 +506,33 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	var f float64
 	if err := json.Unmarshal(b, &f); err != nil {
-		return fmt.Errorf("duration: want a string like \"30s\" or seconds, got %s", b)
+		return typeError(b, reflect.TypeFor[Duration]())
 	}
 	*d = Duration(f * float64(time.Second))
 	return nil
+}
+
+// typeError is a JSON value b of the wrong kind for t, as encoding/json
+// reports one: a decoder above it adds the field's path (a server
+// request's "policy.timeout"), which an error of another type would lose.
+func typeError(b []byte, t reflect.Type) error {
+	kind := "value"
+	switch t := bytes.TrimSpace(b); {
+	case len(t) == 0:
+	case t[0] == '{':
+		kind = "object"
+	case t[0] == '[':
+		kind = "array"
+	case t[0] == 't' || t[0] == 'f':
+		kind = "bool"
+	case t[0] == 'n':
+		kind = "null"
+	case t[0] == '"':
+		kind = "string"
+	default:
+		kind = "number " + string(t[:min(len(t), 32)])
+	}
+	return &json.UnmarshalTypeError{Value: kind, Type: t}
 }
 
 // Size is a byte count that reads "64MiB", "1G", "4096" or a JSON number.
@@ -548,7 +571,7 @@ func (s *Size) UnmarshalJSON(b []byte) error {
 	}
 	var n int64
 	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("size: want bytes or a string like \"64MiB\", got %s", b)
+		return typeError(b, reflect.TypeFor[Size]())
 	}
 	*s = Size(n)
 	return nil

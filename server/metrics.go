@@ -33,7 +33,7 @@ func newMetrics(s *Server) *metrics {
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "airlock_errors_total",
 			Help: "Error responses by class (invalid, unsupported, unavailable, internal)."}, []string{"class"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "airlock_rejections_total",
-			Help: "Requests refused before running: busy (queue full), draining, sessions (cap), invalid (body)."}, []string{"reason"}),
+			Help: "Requests refused before running: busy (queue full), draining, sessions (cap), invalid (any field or the body)."}, []string{"reason"}),
 		queued: prometheus.NewGauge(prometheus.GaugeOpts{Name: "airlock_queue_length",
 			Help: "Requests waiting for a run slot (the autoscaling signal)."}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{Name: "airlock_running",

@@ -83,7 +83,7 @@ func (s *Server) pistonFail(w http.ResponseWriter, status int, err error) {
 	if info.Retryable {
 		w.Header().Set("Retry-After", "1")
 	}
-	s.m.errors.WithLabelValues(info.Class).Inc()
+	s.countError(info, false)
 	writeJSON(w, status, info)
 }
 
@@ -310,7 +310,6 @@ func (s *Server) handlePistonExecute(w http.ResponseWriter, r *http.Request) {
 	}
 	req, rt, err := s.pistonRequest(bytes.TrimSpace(body))
 	if err != nil {
-		s.m.rejections.WithLabelValues("invalid").Inc()
 		s.pistonFail(w, 0, err)
 		return
 	}

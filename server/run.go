@@ -55,7 +55,6 @@ func (s *Server) failDecode(w http.ResponseWriter, err error) {
 	if errors.As(err, &inv) && inv.Field == "body" && strings.HasPrefix(inv.Reason, "larger than") {
 		status = http.StatusRequestEntityTooLarge
 	}
-	s.m.rejections.WithLabelValues("invalid").Inc()
 	s.fail(w, status, err, nil)
 }
 

@@ -290,8 +290,18 @@ func (s *Server) fail(w http.ResponseWriter, status int, err error, res *executo
 	if info.Retryable {
 		w.Header().Set("Retry-After", "1")
 	}
-	s.m.errors.WithLabelValues(info.Class).Inc()
+	s.countError(info, res != nil)
 	writeJSON(w, status, errorBody{Error: info, Result: res})
+}
+
+// countError counts an error response by class, and an invalid request
+// refused before anything ran as a rejection too (one count wherever the
+// refusal came from: the body's decoding or any later check).
+func (s *Server) countError(info *policy.ErrorInfo, ran bool) {
+	s.m.errors.WithLabelValues(info.Class).Inc()
+	if info.Class == policy.ClassInvalid && !ran {
+		s.m.rejections.WithLabelValues("invalid").Inc()
+	}
 }
 
 // writeJSON writes v as the response, not HTML-escaped.

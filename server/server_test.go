@@ -284,7 +284,7 @@ func TestDisconnectKillsRun(t *testing.T) {
 func TestRefusalsRunNothing(t *testing.T) {
 	e := start(t, 1, func(c *server.Config) { c.MaxRequest = 4096 })
 	huge := `{"argv":["true"],"stdin":"` + strings.Repeat("a", 8192) + `"}`
-	for _, c := range []struct {
+	cases := []struct {
 		name, path, body string
 		status           int
 		field            string
@@ -295,7 +295,8 @@ func TestRefusalsRunNothing(t *testing.T) {
 		{"trailing", "/v1/run", `{"argv":["true"]} {}`, 400, "body"},
 		{"wrong type argv", "/v1/run", `{"argv":"true"}`, 400, "argv"},
 		{"wrong type stdin", "/v1/run", `{"argv":["true"],"stdin":5}`, 400, "stdin"},
-		{"wrong type timeout", "/v1/run", `{"argv":["true"],"policy":{"timeout":true}}`, 400, "body"},
+		{"wrong type timeout", "/v1/run", `{"argv":["true"],"policy":{"timeout":true}}`, 400, "policy.timeout"},
+		{"wrong type memory", "/v1/exec", `{"language":"bash","code":"true","policy":{"memory":[1]}}`, 400, "policy.memory"},
 		{"no argv", "/v1/run", `{}`, 400, "argv"},
 		{"nul in argv", "/v1/run", `{"argv":["a\u0000b"]}`, 400, "argv"},
 		{"unknown field", "/v1/run", `{"argv":["true"],"bogus":1}`, 400, "bogus"},
@@ -311,7 +312,8 @@ func TestRefusalsRunNothing(t *testing.T) {
 		{"bad file name", "/v1/exec", `{"language":"sh","code":"true","files":[{"name":"../x","content":""}]}`, 400, "file name"},
 		{"bad base64", "/v1/exec", `{"language":"sh","code":"true","files":[{"name":"x","content":"!!","encoding":"base64"}]}`, 400, "files[0].content"},
 		{"unknown route", "/v1/nope", `{}`, 404, "path"},
-	} {
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			code, hdr, b := e.do(t, "POST", c.path, c.body)
 			if code != c.status {
@@ -328,6 +330,14 @@ func TestRefusalsRunNothing(t *testing.T) {
 	}
 	if m := e.metric(t, "airlock_pool_hits_total"); m != "airlock_pool_hits_total 0" {
 		t.Fatalf("the pool served a refused request: %s", m)
+	}
+	// Every refusal is counted, once, as invalid.
+	want := fmt.Sprintf("airlock_rejections_total{reason=\"invalid\"} %d", len(cases))
+	if m := e.metric(t, "airlock_rejections_total"); m != want {
+		t.Fatalf("rejections: %q, want %q", m, want)
+	}
+	if m := e.metric(t, "airlock_errors_total"); m != fmt.Sprintf("airlock_errors_total{class=\"invalid\"} %d", len(cases)) {
+		t.Fatalf("errors: %q, want %d invalid", m, len(cases))
 	}
 }
 
@@ -398,6 +408,55 @@ func TestBusy(t *testing.T) {
 		t.Fatalf("client: %v, want ErrUnavailable", err)
 	}
 	<-done
+	if m := e.metric(t, "airlock_rejections_total"); m != `airlock_rejections_total{reason="busy"} 2` {
+		t.Fatalf("rejections: %q, want the two busy ones", m)
+	}
+}
+
+// A request past MaxConcurrent waits in the queue, which the queue gauge
+// (the autoscaling signal) shows; a warm pool's hits and its size are
+// counted.
+func TestQueueAndPoolMetrics(t *testing.T) {
+	e := start(t, 1, func(c *server.Config) { c.MaxConcurrent, c.MaxQueue = 1, 1 })
+	if !testutil.WaitFor(10*time.Second, func() bool { return e.metric(t, "airlock_pool_ready") == "airlock_pool_ready 1" }) {
+		t.Fatalf("the pool never filled: %q", e.metric(t, "airlock_pool_ready"))
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, err := e.c.Execute(context.Background(), executor.Request{Args: []string{"sleep", "1"}})
+		first <- err
+	}()
+	if !testutil.WaitFor(10*time.Second, func() bool { return e.metric(t, "airlock_running ") == "airlock_running 1" }) {
+		t.Fatal("the first run never started")
+	}
+	second := make(chan error, 1)
+	go func() {
+		_, err := e.c.Execute(context.Background(), executor.Request{Args: []string{"true"}})
+		second <- err
+	}()
+	if !testutil.WaitFor(10*time.Second, func() bool { return e.metric(t, "airlock_queue_length") == "airlock_queue_length 1" }) {
+		t.Fatalf("the second request is not queued: %q", e.metric(t, "airlock_queue_length"))
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if m := e.metric(t, "airlock_queue_length"); m != "airlock_queue_length 0" {
+		t.Fatalf("queue after both ran: %q", m)
+	}
+	if m := e.metric(t, `airlock_runs_total{kind="run",status="ok"}`); m != `airlock_runs_total{kind="run",status="ok"} 2` {
+		t.Fatalf("runs: %q", m)
+	}
+	// The first run took the prepared sandbox; the second came before
+	// the refill (one at a time) or after it: one or two hits.
+	if m := e.metric(t, "airlock_pool_hits_total"); m != "airlock_pool_hits_total 1" && m != "airlock_pool_hits_total 2" {
+		t.Fatalf("pool hits: %q", m)
+	}
+	if m := e.metric(t, "airlock_rejections_total"); m != "" {
+		t.Fatalf("a queued request was rejected: %q", m)
+	}
 }
 
 func TestSessions(t *testing.T) {
