@@ -148,6 +148,9 @@ func (p *pool) refill() {
 		case <-p.tokens:
 		}
 		w, err := p.prepare()
+		if err != nil && p.ctx.Err() != nil {
+			return // closing: a preparation cut short is no failure
+		}
 		if err != nil {
 			p.failN.Add(1)
 			p.e.cfg.Logger.Warn("preparing a pooled sandbox", slog.Any("error", err))
