@@ -7,13 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/airlock-sandbox/airlock/internal/pty"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
-	"golang.org/x/sys/unix"
 )
 
 // --uid and --gid choose the program's ids inside (0 included); by
@@ -82,49 +78,14 @@ func TestTTYInteractiveBash(t *testing.T) {
 	testutil.RequireUserNS(t)
 	testutil.RequireBinary(t, "bash")
 	bin := filepath.Join(testutil.BinDir(t), "airlock")
-	master, slave, err := pty.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer master.Close()
-	unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 33, Col: 77})
 	cmd := exec.Command(bin, "run", "--tty", "--", "bash", "--norc", "-i")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	slave.Close()
-	defer cmd.Process.Kill()
-	var seen bytes.Buffer
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			seen.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
-	master.Write([]byte("echo $((6*7)); tty; stty size; sleep 60 & jobs; kill %1; exit 3\n"))
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(time.Minute):
-		t.Fatalf("bash -i under --tty did not end; output so far %q", seen.String())
-	}
-	<-read
-	out := strings.ReplaceAll(seen.String(), "\r", "")
+	out := testutil.AtTerminal(t, cmd, "echo $((6*7)); tty; stty size; sleep 60 & jobs; kill %1; exit 3\n", 33, 77)
 	for _, want := range []string{"\n42\n", "\n/dev/console\n", "\n33 77\n", "[1]+  Running"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q: %q", want, out)
 		}
 	}
 	if cmd.ProcessState.ExitCode() != 3 {
-		t.Errorf("exit %v, want bash's 3; output %q", err, out)
+		t.Errorf("exit %d, want bash's 3; output %q", cmd.ProcessState.ExitCode(), out)
 	}
 }

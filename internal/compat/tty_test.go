@@ -1,16 +1,12 @@
 package compat_test
 
 import (
-	"bytes"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/airlock-sandbox/airlock/internal/pty"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 )
 
@@ -42,45 +38,12 @@ func TestJobControlTTY(t *testing.T) {
 // "mark" lines it printed and its exit code.
 func atTerminal(t *testing.T, argv ...string) (string, int) {
 	t.Helper()
-	master, slave, err := pty.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer master.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + cmd.Dir, "TERM=dumb", "LANG=C.UTF-8"}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	slave.Close()
-	var out bytes.Buffer
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			out.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
-	master.Write([]byte(jobScript + "\n"))
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		cmd.Process.Kill()
-		t.Fatalf("%v did not end; output %q", argv, out.String())
-	}
-	<-read
+	out := testutil.AtTerminal(t, cmd, jobScript+"\n", 0, 0)
 	var marks []string
-	for _, l := range strings.Split(strings.ReplaceAll(out.String(), "\r", ""), "\n") {
+	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(l, "mark ") {
 			marks = append(marks, strings.Join(strings.Fields(l), " "))
 		}
