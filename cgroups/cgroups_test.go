@@ -156,3 +156,44 @@ func TestGroupLifecycle(t *testing.T) {
 		t.Error("group still exists after Delete")
 	}
 }
+
+// A group a dead supervisor left is reaped from every hierarchy, also
+// where only some controllers' parts of it remain (v1: each controller's
+// parent is listed, not the memory one alone).
+func TestReapStaleEveryHierarchy(t *testing.T) {
+	p, err := Find("", false)
+	if err != nil && (os.Getuid() == 0 || os.Getenv("AIRLOCK_TEST_DELEGATED") == "1") {
+		t.Fatalf("no usable cgroup parent as root or in a delegated cgroup: %v", err)
+	}
+	if err != nil {
+		t.Skipf("no usable cgroup parent here: %v", err)
+	}
+	ns, err := pidNS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No process has pid 999999999: the supervisor is provably gone.
+	name := fmt.Sprintf("airlock-999999999-5-%d-%d", ns, os.Getpid())
+	var made []string
+	if p.Backend() == "cgroup2" {
+		made = []string{filepath.Join(p.v2, name)}
+	} else {
+		// Only the pids part: the memory parent, listed alone, misses it.
+		made = []string{filepath.Join(p.v1["pids"], name), filepath.Join(p.v1["freezer"], name)}
+	}
+	for _, d := range made {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(d)
+	}
+	n, err := p.ReapStale()
+	if err != nil || n < 1 {
+		t.Fatalf("ReapStale: %d reaped, %v", n, err)
+	}
+	for _, d := range made {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left: %v", d, err)
+		}
+	}
+}

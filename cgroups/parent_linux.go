@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 
@@ -373,24 +374,48 @@ func staleIn(name string, ownNS uint64, startOf func(int) (uint64, error)) bool 
 
 // ReapStale kills and removes the groups of supervisors that died without
 // cleaning up (for example SIGKILLed mid-run). It returns how many.
+//
+// On v1 each controller's parent is listed: they differ when this
+// process's controllers sit at different paths (pids at the root, memory
+// in a service's group), and a group whose memory part is gone, or that
+// an earlier supervisor made under another memory parent, may still have
+// its part here.
 func (p *Parent) ReapStale() (int, error) {
-	ents, err := os.ReadDir(p.Dir())
-	if err != nil {
-		return 0, err
+	dirs := []string{p.v2}
+	if p.backend != "cgroup2" {
+		dirs = dirs[:0]
+		for _, d := range p.v1 {
+			if !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
+		}
+		slices.Sort(dirs)
+	}
+	var names []string
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range ents {
+			if e.IsDir() && !slices.Contains(names, e.Name()) {
+				names = append(names, e.Name())
+			}
+		}
 	}
 	n := 0
 	var errs []error
-	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), namePrefix) || e.Name() == supervisorLeaf || !stale(e.Name()) {
+	for _, name := range names {
+		if !strings.HasPrefix(name, namePrefix) || name == supervisorLeaf || !stale(name) {
 			continue
 		}
 		var g Group
 		if p.backend == "cgroup2" {
-			g = &v2Group{dir: filepath.Join(p.v2, e.Name())}
+			g = &v2Group{dir: filepath.Join(p.v2, name)}
 		} else {
 			dirs := map[string]string{}
 			for c, parent := range p.v1 {
-				dirs[c] = filepath.Join(parent, e.Name())
+				dirs[c] = filepath.Join(parent, name)
 			}
 			g = &v1Group{dirs: dirs}
 		}
