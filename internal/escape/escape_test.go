@@ -778,8 +778,16 @@ func probeF07(p *probe) {
 
 // F08: no unix socket of the host.
 func probeF08(p *probe) {
-	// It walks the whole tree (/usr included): slow in an emulated guest.
-	o, _ := p.observe("f08_sockets.py", nil, func(pol *policy.Policy) { pol.Timeout = policy.Duration(4 * time.Minute) })
+	// It walks the whole tree, /usr included, except in the cgroup v2
+	// guest (scripts/testlib.sh), where /usr is the host's own over 9p:
+	// the same files the host passes walk, at about 150 s a pass under
+	// emulation. The mount plan that decides what is visible is the same.
+	var skip []string
+	if os.Getenv("AIRLOCK_TEST_GUEST") == "1" {
+		skip = []string{"/usr"}
+		p.t.Logf("F08: cgroup v2 guest: /usr not walked (the host passes walk it)")
+	}
+	o, _ := p.observe("f08_sockets.py", skip, func(pol *policy.Policy) { pol.Timeout = policy.Duration(4 * time.Minute) })
 	p.expect(o, "sockets", "[]")
 	for k := range o {
 		if strings.HasPrefix(k, "/") || strings.HasPrefix(k, "ls ") {
