@@ -191,3 +191,26 @@ vm_counts() {
   vm_count vm-root "$1"
   vm_count vm-rootless "$1"
 }
+
+# soak_pass NAME WORK RUNS RUNNER...: the soak benchmark (BenchmarkSoak:
+# RUNS mixed sandboxes two at a time, every result checked, then no leaked
+# process, workspace, cgroup or fd) from the prebuilt executor test
+# binary; prints its runs/s line and fails the suite if it failed.
+soak_pass() {
+  local name=$1 work=$2 runs=$3 log="$2/soak.txt" rc
+  shift 3
+  set +e
+  (cd "$work" && "$@" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$work" TMPDIR=/tmp \
+      AIRLOCK_TEST_REQUIRE_ALL=1 "$work/github.com_airlock-sandbox_airlock_executor.test" \
+      -test.run '^$' -test.bench '^BenchmarkSoak$' -test.benchtime "${runs}x" -test.timeout 20m) >"$log" 2>&1
+  rc=$?
+  set -e
+  if [ $rc -ne 0 ] || grep -q -- '--- FAIL' "$log"; then
+    echo "soak $name: FAILED"
+    tail -40 "$log"
+    broken=1 failed=$((failed + 1))
+    return
+  fi
+  passed=$((passed + 1))
+  echo "soak $name: $(grep -E '^\s+soak_test.go:[0-9]+: [0-9]+ runs in' "$log" | tail -1 | sed -E 's/^\s+soak_test.go:[0-9]+: //')"
+}
