@@ -1,0 +1,100 @@
+package server_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	client "github.com/airlock-sandbox/airlock/clients/go"
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/server"
+)
+
+// BenchmarkServedOverhead is what serving adds to a warm run: /bin/true
+// from the warm pool through Execute in this process (direct), and the
+// same through the server and the Go client over a unix socket (served),
+// alternating, each with the pool full and idle before it; and an empty
+// round trip (GET /healthz). The server's helpers are the ones airlock
+// serve uses (AIRLOCK_TEST_BINDIR: airlock-init, airlock-spawn). Medians:
+//
+//	AIRLOCK_TEST_BINDIR=DIR go test -run '^$' -bench ServedOverhead -benchtime 200x ./server
+func BenchmarkServedOverhead(b *testing.B) {
+	testutil.RequireUserNS(b)
+	bin := testutil.BinDir(b)
+	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(b),
+		InitPath: filepath.Join(bin, "airlock-init-plain"), SpawnPath: filepath.Join(bin, "airlock-spawn"),
+		Pool: executor.PoolConfig{Size: 1, Refill: 1, Policy: policy.Default()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ex.Close()
+	srv, err := server.New(server.Config{Executor: ex, MaxConcurrent: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sock := filepath.Join(b.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler()}
+	go hs.Serve(ln)
+	defer hs.Close()
+	c, err := client.New("unix:"+sock, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	req := executor.Request{Args: []string{"/bin/true"}}
+	var direct, served, health []time.Duration
+	timed := func(d *[]time.Duration, f func() error) {
+		// The pool full, and its refill's last steps over.
+		if !testutil.WaitFor(time.Minute, func() bool { return ex.PoolStats().Ready == 1 }) {
+			b.Fatalf("the pool did not refill: %+v", ex.PoolStats())
+		}
+		time.Sleep(5 * time.Millisecond)
+		t0 := time.Now()
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+		*d = append(*d, time.Since(t0))
+	}
+	for i := range b.N {
+		rows := []func(){
+			func() {
+				timed(&direct, func() error { _, err := ex.Execute(b.Context(), req); return err })
+			},
+			func() {
+				timed(&served, func() error { _, err := c.Execute(b.Context(), req); return err })
+			},
+		}
+		rows[i%2]()
+		rows[(i+1)%2]()
+		timed(&health, func() error {
+			r, err := hc.Get("http://airlock/healthz")
+			if err == nil {
+				r.Body.Close()
+			}
+			return err
+		})
+	}
+	b.StopTimer()
+	med := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2]) / 1e6
+	}
+	b.ReportMetric(med(direct), "direct-ms")
+	b.ReportMetric(med(served), "served-ms")
+	b.ReportMetric(med(served)-med(direct), "serving-ms")
+	b.ReportMetric(med(health), "healthz-ms")
+	b.ReportMetric(0, "ns/op")
+}
