@@ -322,7 +322,7 @@ func (n *netJSON) UnmarshalJSON(b []byte) error {
 		if err := dec.Decode(&e); err != nil {
 			var typ *json.UnmarshalTypeError
 			if errors.As(err, &typ) {
-				return Invalid("net."+typ.Field, "a %s cannot be %s", typ.Value, kindOf(typ.Type))
+				return Invalid("net."+typ.Field, "%s cannot be %s", article(typ.Value), kindOf(typ.Type))
 			}
 			return Invalid("net", "%s (net is none, loopback, host, or {\"allow\": [...], \"deny\": [...]})", strings.TrimPrefix(err.Error(), "json: "))
 		}

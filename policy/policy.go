@@ -322,7 +322,11 @@ func decodeError(data []byte, isJSON bool, err error) error {
 		if field == "" {
 			field = "policy"
 		}
-		return Invalid(field, "a %s cannot be %s%s", typ.Value, kindOf(typ.Type), at(typ.Offset))
+		pos := ""
+		if typ.Offset > 0 { // a value's own decoder (Duration, Size) gives none
+			pos = at(typ.Offset)
+		}
+		return Invalid(field, "%s cannot be %s%s", article(typ.Value), kindOf(typ.Type), pos)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return Invalid("policy", "the document ends before its object closes%s", at(int64(len(data))))
 	}
@@ -350,6 +354,14 @@ func failingField(data []byte) string {
 		}
 	}
 	return "policy"
+}
+
+// article puts "a" or "an" before a JSON value's kind ("an array").
+func article(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }
 
 // kindOf names the kind of value a policy field takes.

@@ -126,6 +126,9 @@ func TestParseErrorsNameFieldAndPlace(t *testing.T) {
 		`{"timeout": "1s"`:                           {"ends before its object closes", "line 1"},
 		"pids: many\n":                               {"invalid pids:", "a string cannot be a whole number"},
 		`{"mounts": {"type": "tmpfs"}}`:              {"invalid mounts:", "cannot be a list"},
+		`{"pids": [1]}`:                              {"invalid pids:", "an array cannot be a whole number", "line 1, column 11"},
+		`{"timeout": true}`:                          {"invalid timeout:", "a bool cannot be a duration"},
+		`{"memory": {"a": 1}}`:                       {"invalid memory:", "an object cannot be a size"},
 	} {
 		_, err := Parse([]byte(doc))
 		if err == nil {
@@ -139,6 +142,10 @@ func TestParseErrorsNameFieldAndPlace(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "policy.") || strings.Contains(err.Error(), "int64") {
 			t.Errorf("%q: %q names Go types", doc, err)
+		}
+		// A value's own decoder gives no offset: no made-up position.
+		if strings.Contains(err.Error(), "line 1, column 1 ") {
+			t.Errorf("%q: %q points at the document's first byte", doc, err)
 		}
 	}
 }
