@@ -228,6 +228,15 @@ func HaveBwrap() bool { _, err := exec.LookPath("bwrap"); return err == nil }
 // delegated to them (scripts/vm-delegated in the cgroup v2 guest).
 const DelegatedEnv = "AIRLOCK_TEST_DELEGATED"
 
+// GuestEnv is set (to 1) in the cgroup v2 guest's passes (scripts/testlib.sh
+// vm_boots). The guest is there for the cgroup version and its older
+// kernel; a test may leave to the host passes what cannot differ there
+// and costs much under emulation, saying so in its log (InGuest).
+const GuestEnv = "AIRLOCK_TEST_GUEST"
+
+// InGuest reports whether this run is one of the cgroup v2 guest's passes.
+func InGuest() bool { return os.Getenv(GuestEnv) == "1" }
+
 // ExpectCgroups reports whether this run must be able to make per-run
 // cgroups: as root, or rootless inside a delegated cgroup.
 func ExpectCgroups() bool { return os.Getuid() == 0 || os.Getenv(DelegatedEnv) == "1" }
