@@ -117,10 +117,7 @@ func BenchmarkExecute(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	med := func(d []time.Duration) float64 {
-		slices.Sort(d)
-		return float64(d[len(d)/2]) / 1e6
-	}
+	med := testutil.MedianMS
 	mb, mc, mw := med(bare), med(coldT), med(warmT)
 	b.ReportMetric(mb, "bare-ms")
 	b.ReportMetric(mc, "cold-ms")

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"slices"
 	"testing"
 	"time"
 
@@ -66,10 +65,7 @@ func BenchmarkEgress(b *testing.B) {
 		allowGet = append(allowGet, run(allow, get...))
 	}
 	b.StopTimer()
-	med := func(d []time.Duration) float64 {
-		slices.Sort(d)
-		return float64(d[len(d)/2]) / 1e6
-	}
+	med := testutil.MedianMS
 	b.ReportMetric(med(noneT), "none-ms")
 	b.ReportMetric(med(allowT), "allow-ms")
 	b.ReportMetric(med(allowT)-med(noneT), "allow-overhead-ms")

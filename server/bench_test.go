@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -88,10 +87,7 @@ func BenchmarkServedOverhead(b *testing.B) {
 		})
 	}
 	b.StopTimer()
-	med := func(d []time.Duration) float64 {
-		slices.Sort(d)
-		return float64(d[len(d)/2]) / 1e6
-	}
+	med := testutil.MedianMS
 	b.ReportMetric(med(direct), "direct-ms")
 	b.ReportMetric(med(served), "served-ms")
 	b.ReportMetric(med(served)-med(direct), "serving-ms")

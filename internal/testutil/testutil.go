@@ -397,3 +397,13 @@ func RequireLandlock(t testing.TB, abi, min int) {
 		t.Fatalf("the host probe finds Landlock ABI %d where the kernel answers %d: ABI %d missed", abi, kernel, min)
 	}
 }
+
+// MedianMS is the median of d in milliseconds (d is sorted in place), for
+// benchmarks' ReportMetric.
+func MedianMS(d []time.Duration) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return float64(d[len(d)/2]) / 1e6
+}
