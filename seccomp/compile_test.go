@@ -13,10 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// eval runs p over a crafted seccomp_data (Program.evalArch).
+// eval runs p over a crafted seccomp_data (evalArch).
 func eval(t *testing.T, p Program, arch, nr uint32, args ...uint64) uint32 {
 	t.Helper()
-	ret, err := p.evalArch(arch, nr, args...)
+	ret, err := evalArch(p, arch, nr, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,11 +71,11 @@ func TestDispatchDecidesAsLibseccomp(t *testing.T) {
 					t.Errorf("the dispatch tree did not halve the default program: %d vs %d", len(got), len(ref))
 				}
 			}
-			refVM, err := ref.vm()
+			refVM, err := newVM(ref)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gotVM, err := got.vm()
+			gotVM, err := newVM(got)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,29 +8,29 @@ import (
 	"golang.org/x/net/bpf"
 )
 
-// Eval runs the program as the kernel would on a native-arch syscall
+// Eval runs the program p as the kernel would on a native-arch syscall
 // number and arguments, and returns its action (SECCOMP_RET_*, with the
 // errno in the low bits). It runs in x/net/bpf's VM, which loads words
 // big-endian, so each 32-bit word of the seccomp_data is stored
 // big-endian at its native offset: the program sees the native values
 // (every seccomp load is an aligned 32-bit word).
-func (p Program) Eval(nr uint32, args ...uint64) (uint32, error) {
+func Eval(p Program, nr uint32, args ...uint64) (uint32, error) {
 	arch, ok := arches[runtime.GOARCH]
 	if !ok {
 		return 0, fmt.Errorf("seccomp: no arch info for %s", runtime.GOARCH)
 	}
-	return p.evalArch(arch.audit, nr, args...)
+	return evalArch(p, arch.audit, nr, args...)
 }
 
-func (p Program) evalArch(audit, nr uint32, args ...uint64) (uint32, error) {
-	vm, err := p.vm()
+func evalArch(p Program, audit, nr uint32, args ...uint64) (uint32, error) {
+	vm, err := newVM(p)
 	if err != nil {
 		return 0, err
 	}
 	return run(vm, audit, nr, args)
 }
 
-func (p Program) vm() (*bpf.VM, error) {
+func newVM(p Program) (*bpf.VM, error) {
 	insns := make([]bpf.Instruction, len(p))
 	for i, in := range p {
 		insns[i] = bpf.RawInstruction{Op: in.Code, Jt: in.Jt, Jf: in.Jf, K: in.K}.Disassemble()
