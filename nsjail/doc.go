@@ -8,14 +8,14 @@
 // new user, pid, mount, ipc, uts and (unless HostNetwork) net namespaces
 // given by clone flags, so every thread of the init is born inside them.
 // The fully resolved Spec travels over an inherited pipe; the init obeys
-// it, in one flat sequence (init_linux.go runInit): v1 cgroup join,
+// it, in one flat sequence (internal/jailinit: runInit): v1 cgroup join,
 // private mounts, no nested user namespaces, the rootfs plan and
 // pivot_root, hostname, loopback up; cgroup namespace, close-on-exec on
 // every fd >= 3, all capabilities dropped, no_new_privs; then the
 // program: rlimits, chdir, the seccomp filter, exec. A warm pool's
 // prepared sandbox runs the same sequence and waits before the program.
 // Setup failures come back typed over a close-on-exec status pipe, whose
-// EOF after "ready" means the program was exec'd. See protocol.go.
+// EOF after "ready" means the program was exec'd. See internal/jailinit/protocol.go.
 //
 // # The re-exec hook
 //
@@ -52,7 +52,7 @@
 //
 // With Spec.SpawnPath, pid 1 of the sandbox is a reaper and the program
 // its child, so signals it sends itself and its wait status are as bare
-// (reaper_linux.go); without, the program is pid 1.
+// (internal/jailinit/reaper_linux.go); without, the program is pid 1.
 //
 // # Process backend
 //

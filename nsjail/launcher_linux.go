@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/internal/jailinit"
 	"github.com/airlock-sandbox/airlock/policy"
 	"golang.org/x/sys/unix"
 )
@@ -225,7 +226,7 @@ func (s *Sandbox) launch() (*initChannels, error) {
 	defer closeAll(tasks) // the init holds its own copies once started
 	s.placed, s.joins = cgfd >= 0 || len(tasks) > 0, len(tasks)
 	s.lastCap = lastCap()
-	// The reaper goes after the tasks files (reaper_linux.go).
+	// The reaper goes after the tasks files (internal/jailinit/reaper_linux.go).
 	inherit := func(tasks []*os.File) []*os.File { return tasks }
 	if s.spec.SpawnPath != "" && !s.spec.Process && !s.spec.NoReaper {
 		fd, err := unix.Open(s.spec.SpawnPath, unix.O_PATH|unix.O_CLOEXEC, 0)
@@ -289,12 +290,6 @@ func (s *Sandbox) initPhases(marks []int64) {
 	}
 }
 
-func monotonicNS() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
-}
-
 // build sends the init its jail and returns once the jail is built, the
 // init is confined and in the run's cgroup; the init then waits for its
 // program. A cold sandbox (ahead false) gets its program at once; a
@@ -313,7 +308,7 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 		}
 		s.phase("placed")
 	}
-	if err := writeMsg(c.specW, cfg.marshal()); err != nil {
+	if err := jailinit.WriteMsg(c.specW, cfg.Marshal()); err != nil {
 		return s.sendFailed("send spec", c, err)
 	}
 	// A cold sandbox gets its program now, so the init goes on from its
@@ -368,7 +363,7 @@ func (s *Sandbox) run(c *initChannels) error {
 // sendProgram writes the program to the init and closes the spec pipe.
 func (s *Sandbox) sendProgram(c *initChannels) error {
 	pc := programConfigFor(s.spec)
-	if err := writeMsg(c.specW, pc.marshal()); err != nil {
+	if err := jailinit.WriteMsg(c.specW, pc.Marshal()); err != nil {
 		return s.sendFailed("send program", c, err)
 	}
 	s.programSent = true
@@ -454,8 +449,8 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 	// Only the marker: the supervisor's environment (secrets) never
 	// reaches the init or the program.
 	cmd.Env = []string{initEnv, "GOMAXPROCS=1"}
-	if buildToken != "" {
-		cmd.Env = append(cmd.Env, buildEnv+"="+buildToken)
+	if BuildToken() != "" {
+		cmd.Env = append(cmd.Env, buildEnv+"="+BuildToken())
 	}
 	cmd.ExtraFiles = []*os.File{specR, statusW} // fds 3 and 4
 	cmd.Stdin = spec.Stdin

@@ -112,7 +112,7 @@ type Spec struct {
 	// with the supervisor's memory); used with an InitPath only (the
 	// helper cannot re-execute the supervisor). "" = the supervisor forks.
 	// Also, with or without an InitPath, the sandbox's reaper: its pid 1,
-	// the program its child (reaper_linux.go); "" = the program is pid 1.
+	// the program its child (internal/jailinit/reaper_linux.go); "" = the program is pid 1.
 	SpawnPath string
 	// NoReaper makes the program pid 1 itself even with a SpawnPath (a
 	// program that is an init of its own, or an A/B measurement of the
@@ -121,13 +121,6 @@ type Spec struct {
 	NoReaper bool
 	// Logger receives lifecycle events (never payload data). nil = none.
 	Logger *slog.Logger
-}
-
-// Rlimit is one resource limit.
-type Rlimit struct {
-	Resource int    `json:"resource"`
-	Cur      uint64 `json:"cur"`
-	Max      uint64 `json:"max"`
 }
 
 func (s *Spec) validate() error {

@@ -143,7 +143,7 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 			break // EOF: exec'd, or the init died
 		}
 		var st initStatus
-		if err := st.unmarshal(buf[:n]); err != nil {
+		if err := st.Unmarshal(buf[:n]); err != nil {
 			return &policy.SetupError{Stage: "status", Err: fmt.Errorf("bad message from init: %w", err)}
 		}
 		s.initPhases(st.Marks)
@@ -435,7 +435,7 @@ func (s *Sandbox) programStatus() (syscall.WaitStatus, bool, error) {
 		switch {
 		case err != nil || n == 0:
 			return 0, false, nil // none: the init was killed
-		case st.unmarshal(buf[:n]) != nil:
+		case st.Unmarshal(buf[:n]) != nil:
 			return 0, false, &policy.SetupError{Stage: "status", Err: errors.New("bad message from the reaper")}
 		case st.Ended:
 			return syscall.WaitStatus(st.WaitStatus), true, nil

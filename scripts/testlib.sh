@@ -32,7 +32,7 @@ build_tests() {
   scripts/build "$1/bin/airlock"
   CGO_ENABLED=0 go build -o "$1/bin/airlock-init-plain" ./cmd/airlock-init
   CGO_ENABLED=0 go build -o "$1/bin/airlock-init-other" \
-    -ldflags "-X github.com/airlock-sandbox/airlock/nsjail.buildToken=not-this-build" ./cmd/airlock-init
+    -ldflags "-X github.com/airlock-sandbox/airlock/internal/jailinit.buildToken=not-this-build" ./cmd/airlock-init
   chmod 755 "$1" "$1"/*.test "$1/bin" "$1"/bin/*
 }
 

@@ -7,18 +7,21 @@
 // with a shared build token, and `airlock run` uses it from there; a
 // daemon points executor.Config.InitPath at it.
 //
-// It is started only by airlock (nsjail.Init); run by hand it exits 2.
+// It links only the init's side (internal/jailinit): no HTTP, YAML,
+// libseccomp or cgroup library, whose package initialization would run
+// on every sandbox's start. It is started only by airlock (nsjail.Init
+// in the parent binary is the same code); run by hand it exits 2.
 package main
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/internal/jailinit"
 )
 
 func main() {
-	nsjail.Init()
+	jailinit.Init()
 	fmt.Fprintln(os.Stderr, "airlock-init: this is the sandbox init that airlock starts; it does nothing run by hand")
 	os.Exit(2)
 }

@@ -40,7 +40,7 @@
 //   - the init is pid 1 of its pid namespace: its death kills the rest.
 //
 // Run as "airlock-reaper" it is instead the sandbox's pid 1 (see reaper
-// below and nsjail/reaper_linux.go).
+// below and internal/jailinit/reaper_linux.go).
 //
 // Built by scripts/build with gcc -static -nostdlib (no C runtime: a
 // static glibc's start-up costs more than this whole helper's work).
@@ -277,12 +277,12 @@ struct clone_args3 {
 // sigtimedwait: no handlers. It forwards each signal to the program's
 // process group (the program leads a session of its own), reaps every
 // process that ends, and reports on STATUSFD in the init's status form
-// (nsjail/wire.go, version 6): {started} once the program was exec'd, or
+// (internal/jailinit/wire.go, version 6): {started} once the program was exec'd, or
 // {stage "exec", errno} if it could not be; {ended, wait status} when it
 // ends, and then exits. Single-threaded, about ten KiB resident.
 
 // forwardedSigs: SIGHUP INT QUIT USR1 USR2 ALRM TERM CONT TSTP TTIN TTOU
-// WINCH (nsjail/reaper_linux.go names the same).
+// WINCH (internal/jailinit/reaper_linux.go names the same).
 #define BIT(s) (1UL << ((s) - 1))
 static const unsigned long forwardedSigs = BIT(1) | BIT(2) | BIT(3) | BIT(10) | BIT(12) | BIT(14) | BIT(15) |
 	BIT(18) | BIT(20) | BIT(21) | BIT(22) | BIT(28);

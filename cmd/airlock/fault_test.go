@@ -201,7 +201,7 @@ func seccompLoad(errno string) inject {
 	return inject{syscall: "seccomp", errno: errno, match: "{len=", ignore: "SECCOMP_RET_USER_NOTIF"}
 }
 
-// faults walks the setup in order: supervisor, init (nsjail/init_linux.go
+// faults walks the setup in order: supervisor, init (internal/jailinit/init_linux.go
 // runInit and finish, rootfs/apply_linux.go Apply), then exec.
 var faults = []fault{
 	// Supervisor: the run's cgroup (v1 here; mkdir on v2 too), the user

@@ -1,10 +1,10 @@
-package nsjail
+package jailinit
 
 // buildToken pairs an airlock binary with an init built apart from it
-// (cmd/airlock-init, see Spec.InitPath). scripts/build sets one random
+// (cmd/airlock-init, see nsjail.Spec.InitPath). scripts/build sets one random
 // value in both with
 //
-//	-ldflags "-X github.com/airlock-sandbox/airlock/nsjail.buildToken=..."
+//	-ldflags "-X github.com/airlock-sandbox/airlock/internal/jailinit.buildToken=..."
 //
 // and the init refuses a parent whose token differs from its own: a
 // stale init left beside a newer airlock fails the run (setup_error)

@@ -1,4 +1,4 @@
-package nsjail
+package jailinit
 
 import (
 	"bytes"

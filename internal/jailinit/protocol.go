@@ -1,8 +1,8 @@
-package nsjail
+package jailinit
 
 import (
+	"github.com/airlock-sandbox/airlock/internal/bpfprog"
 	"github.com/airlock-sandbox/airlock/rootfs"
-	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
 // The parent and the init talk over two channels the init inherits. The
@@ -108,7 +108,7 @@ type programConfig struct {
 	Env     []string
 	Dir     string
 	Rlimits []Rlimit
-	Seccomp *seccomp.Filter
+	Seccomp *bpfprog.Filter
 	// TTY: stdio is a terminal of the program's own (Spec.TTY), which
 	// the reaper makes its controlling terminal.
 	TTY bool

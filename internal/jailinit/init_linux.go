@@ -1,6 +1,6 @@
 //go:build linux
 
-package nsjail
+package jailinit
 
 import (
 	"errors"
@@ -10,8 +10,8 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/airlock-sandbox/airlock/internal/bpfprog"
 	"github.com/airlock-sandbox/airlock/rootfs"
-	"github.com/airlock-sandbox/airlock/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -303,11 +303,11 @@ func programSettings(cfg *programConfig) (string, error) {
 // loadFilter loads the program's seccomp filter, if any, and checks that
 // it is in force. TSYNC puts it on every thread of the init. It returns
 // the filter's listener (for kill-by-notify, close-on-exec), or -1.
-func loadFilter(filter *seccomp.Filter) (int, error) {
+func loadFilter(filter *bpfprog.Filter) (int, error) {
 	if filter == nil {
 		return -1, nil
 	}
-	listener, err := seccomp.Load(filter.Program, filter.Notify)
+	listener, err := bpfprog.Load(filter.Program, filter.Notify)
 	if err != nil {
 		return -1, stage("seccomp", err)
 	}
@@ -525,4 +525,12 @@ func reportReady(marks []int64, listener int) error {
 func writeStatus(st initStatus) error {
 	_, err := unix.Write(statusFD, st.marshal())
 	return err
+}
+
+// monotonicNS is CLOCK_MONOTONIC in ns (a vDSO read): the clock of the
+// init's marks, which the parent reads too (MonotonicNS).
+func monotonicNS() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }

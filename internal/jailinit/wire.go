@@ -1,4 +1,4 @@
-package nsjail
+package jailinit
 
 import (
 	"encoding/binary"
@@ -7,8 +7,8 @@ import (
 	"io"
 	"math"
 
+	"github.com/airlock-sandbox/airlock/internal/bpfprog"
 	"github.com/airlock-sandbox/airlock/rootfs"
-	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
 // The spec pipe (fd 3) carries two messages, initConfig then
@@ -85,7 +85,7 @@ func (e *encoder) strs(l []string) {
 	}
 }
 
-func (e *encoder) filter(f *seccomp.Filter) {
+func (e *encoder) filter(f *bpfprog.Filter) {
 	e.bool(f != nil)
 	if f == nil {
 		return
@@ -178,13 +178,13 @@ func (d *decoder) strs() []string {
 	return l
 }
 
-func (d *decoder) filter() *seccomp.Filter {
+func (d *decoder) filter() *bpfprog.Filter {
 	if !d.bool() {
 		return nil
 	}
-	f := &seccomp.Filter{Profile: d.str(), Rules: d.smallInt()}
+	f := &bpfprog.Filter{Profile: d.str(), Rules: d.smallInt()}
 	n := 8 * d.count(8)
-	f.Program, _ = seccomp.ParseRaw(d.b[:n]) // whole instructions: n is a multiple of 8
+	f.Program, _ = bpfprog.ParseRaw(d.b[:n]) // whole instructions: n is a multiple of 8
 	d.b = d.b[n:]
 	f.Notify = d.bool()
 	return f

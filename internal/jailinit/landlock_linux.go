@@ -1,6 +1,6 @@
 //go:build linux
 
-package nsjail
+package jailinit
 
 import (
 	"errors"
