@@ -57,7 +57,7 @@ func (e *Executor) Capabilities() Capabilities {
 		Seccomp:    e.host.Has(policy.CheckSeccomp),
 		KillNames:  e.notify,
 		Sessions:   true,
-		Languages:  names(e.langs),
+		Languages:  names(e.langs()),
 		Kernel:     e.host.Kernel,
 		Landlock:   e.host.LandlockABI(),
 	}
@@ -81,7 +81,7 @@ func isJail(err error) bool {
 
 // SupportsLanguage reports whether name (or an alias) is installed.
 func (e *Executor) SupportsLanguage(name string) bool {
-	_, ok := e.langs[name]
+	_, ok := e.langs()[name]
 	return ok
 }
 

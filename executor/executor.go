@@ -115,8 +115,11 @@ type Executor struct {
 	cgroups *cgroups.Parent // where per-run cgroups go; nil = none usable
 	groups  *groups         // cold runs' groups: a spare made ahead, removals in the background
 
-	langs map[string]Language // installed languages, by name and alias
-	pool  *pool               // prepared sandboxes; nil = none
+	// langs are the installed languages, by name and alias: detected at
+	// first use (languages), not in New, so that a run of a program
+	// (the CLI's run) never stats every interpreter's path.
+	langs func() map[string]Language
+	pool  *pool // prepared sandboxes; nil = none
 
 	mu       sync.Mutex
 	filters  map[string]*seccomp.Filter // compiled, by profile hash
@@ -134,7 +137,7 @@ func New(cfg Config) (*Executor, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	host := hostprobe.Probe(hostprobe.Options{NoCgroup: true})
-	e := &Executor{cfg: cfg, host: host, notify: host.Has(policy.CheckSeccompNotify), langs: detectLanguages(),
+	e := &Executor{cfg: cfg, host: host, notify: host.Has(policy.CheckSeccompNotify), langs: sync.OnceValue(detectLanguages),
 		filters: map[string]*seccomp.Filter{}, sessions: map[*Session]bool{}}
 	if cfg.SeccompCacheDir != "" {
 		e.self = selfID()
@@ -295,10 +298,12 @@ func (e *Executor) isClosed() bool {
 // checked against the host once (check), and that one decision picks the
 // backend, the pool, the workspace and the spec.
 func (e *Executor) execute(ctx context.Context, req Request, ws *workspace) (*Result, error) {
+	start := time.Now()
 	enf, err := e.check(&req.Policy)
 	if err != nil {
 		return nil, err
 	}
+	e.phase(start, "checked")
 	if e.pool != nil && ws == nil && !enf.Process() {
 		if res, ok, err := e.pool.execute(ctx, req, enf); ok {
 			return res, err
@@ -311,8 +316,16 @@ func (e *Executor) execute(ctx context.Context, req Request, ws *workspace) (*Re
 	if temp {
 		defer ws.remove()
 	}
-	jres, err := e.run(ctx, req, enf)
+	e.phase(start, "workspace")
+	jres, err := e.run(ctx, req, enf, start)
 	return outcome(jres, err, lang, req, ws, skip)
+}
+
+// phase logs, at debug level, that a step of an Execute is done and how
+// long after Execute began (as nsjail logs the jail's steps, since its
+// start): where a cold run's milliseconds go. Never payload.
+func (e *Executor) phase(start time.Time, name string) {
+	e.cfg.Logger.Debug("phase", slog.String("phase", name), slog.Duration("since_execute", time.Since(start)))
 }
 
 // check validates p (filling in its defaults) and decides how it runs
@@ -424,7 +437,7 @@ func (e *Executor) prepare(req Request, ws *workspace, process bool) (Request, s
 // language returns an installed language: ErrUnsupported when the table
 // knows it but this host lacks its interpreter, ErrInvalid when unknown.
 func (e *Executor) language(name string) (Language, error) {
-	if l, ok := e.langs[name]; ok {
+	if l, ok := e.langs()[name]; ok {
 		return l, nil
 	}
 	for _, l := range languages {
@@ -432,20 +445,22 @@ func (e *Executor) language(name string) (Language, error) {
 			return Language{}, &policy.UnsupportedError{Control: "language " + name, Reason: l.Interpreter + " is not installed in /usr/local/bin, /usr/bin or /bin", Fix: "install " + l.Interpreter}
 		}
 	}
-	return Language{}, policy.Invalid("language", "%q is not one of %v", name, names(e.langs))
+	return Language{}, policy.Invalid("language", "%q is not one of %v", name, names(e.langs()))
 }
 
 // run resolves req and runs it in the jail, in its own cgroup.
-func (e *Executor) run(ctx context.Context, req Request, enf policy.Enforcement) (*nsjail.Result, error) {
+func (e *Executor) run(ctx context.Context, req Request, enf policy.Enforcement, start time.Time) (*nsjail.Result, error) {
 	spec, err := e.resolve(req, enf)
 	if err != nil {
 		return nil, err
 	}
+	e.phase(start, "resolved")
 	if spec.CgroupLimits != nil {
 		g, err := e.groups.take(*spec.CgroupLimits)
 		if err != nil {
 			return nil, &policy.SetupError{Stage: "cgroup", Err: err}
 		}
+		e.phase(start, "cgroup")
 		// Removed after every run, killed or not (in the background: Run
 		// has read its stats, and its tasks are gone); a supervisor killed
 		// before this runs leaves it to the next one's ReapStale.

@@ -97,8 +97,8 @@ func (s *Session) Closed() bool {
 // sorted by name, with the interpreter's full path.
 func (e *Executor) Languages() []Language {
 	var out []Language
-	for _, n := range names(e.langs) {
-		l := e.langs[n]
+	for _, n := range names(e.langs()) {
+		l := e.langs()[n]
 		l.Aliases = slices.Clone(l.Aliases)
 		out = append(out, l)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
+	"golang.org/x/sys/unix"
 )
 
 // Environment of the cold-start benchmark (scripts/bench sets them).
@@ -506,4 +508,79 @@ func cpuModel() string {
 		}
 	}
 	return "unknown model"
+}
+
+// BenchmarkCLIPhases says where `airlock run -- /bin/true`'s time goes,
+// as the library's BenchmarkExecute does for Execute: each run writes its
+// steps' CLOCK_MONOTONIC readings (AIRLOCK_PHASES), taken against this
+// process's reading just before it started the CLI, alternating with a
+// bare /bin/true. It reports the median time of each step since the
+// start (phase-NAME-ms), logs them as a markdown table, and writes the
+// table to $AIRLOCK_BENCH_TABLE if set. scripts/bench runs it.
+func BenchmarkCLIPhases(b *testing.B) {
+	bin := airlockBinary(b)
+	dir := b.TempDir()
+	trace := filepath.Join(dir, "phases")
+	var bare, total []time.Duration
+	at := map[string][]time.Duration{}
+	var order []string
+	for b.Loop() {
+		t0 := time.Now()
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		bare = append(bare, time.Since(t0))
+		cmd := exec.Command(bin, "run", "--", "/bin/true")
+		cmd.Env = append(os.Environ(), "AIRLOCK_PHASES="+trace)
+		start := monotonicMS()
+		t0 = time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+		total = append(total, time.Since(t0))
+		data, err := os.ReadFile(trace)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var name string
+			var ms float64
+			if _, err := fmt.Sscanf(line, "%s %f", &name, &ms); err != nil {
+				b.Fatalf("trace line %q: %v", line, err)
+			}
+			if _, ok := at[name]; !ok {
+				order = append(order, name)
+			}
+			at[name] = append(at[name], time.Duration((ms-start)*float64(time.Millisecond)))
+		}
+	}
+	med := testutil.MedianMS
+	// In time order (the init's steps reach the trace late, in one report).
+	sort.SliceStable(order, func(i, j int) bool { return med(at[order[i]]) < med(at[order[j]]) })
+	var tb strings.Builder
+	fmt.Fprintf(&tb, "| step of `airlock run -- /bin/true` | ms since the start |\n|---|---|\n")
+	fmt.Fprintf(&tb, "| (bare `/bin/true`, whole) | %.2f |\n", med(bare))
+	for _, name := range order {
+		m := med(at[name])
+		b.ReportMetric(m, "phase-"+name+"-ms")
+		fmt.Fprintf(&tb, "| %s | %.2f |\n", name, m)
+	}
+	fmt.Fprintf(&tb, "| (exited, as its caller saw it) | %.2f |\n", med(total))
+	b.ReportMetric(med(bare), "bare-ms")
+	b.ReportMetric(med(total), "run-ms")
+	b.ReportMetric(0, "ns/op")
+	if f := os.Getenv(benchTableEnv); f != "" {
+		if err := os.WriteFile(f, []byte(tb.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		b.Log("\n" + tb.String())
+	}
+}
+
+// monotonicMS is CLOCK_MONOTONIC in ms, the clock of the CLI's trace.
+func monotonicMS() float64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return float64(ts.Nano()) / 1e6
 }

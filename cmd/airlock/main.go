@@ -18,7 +18,10 @@ import (
 func main() {
 	// The re-exec hook: in a sandbox init this never returns.
 	nsjail.Init()
-	os.Exit(process(os.Args[1:]))
+	phases.mark("main")
+	code := process(os.Args[1:])
+	phases.write()
+	os.Exit(code)
 }
 
 // process is the CLI as a process of its own: main, and the test binary

@@ -221,7 +221,11 @@ func runRequest(req executor.Request, o *reporter, capStreams bool) int {
 	if err != nil {
 		return o.fail(err)
 	}
-	defer ex.Close()
+	phases.mark("new")
+	defer func() {
+		ex.Close()
+		phases.mark("closed")
+	}()
 	warnWeakened(req.Policy, o.stderr)
 
 	sigc := make(chan os.Signal, 16)
@@ -238,7 +242,9 @@ func runRequest(req executor.Request, o *reporter, capStreams bool) int {
 		grace = policy.DefaultKillGrace
 	}
 	go in.handle(sigc, fwd, grace, cancel, done)
+	phases.mark("execute")
 	res, err := ex.Execute(ctx, req)
+	phases.mark("executed")
 	close(done)
 	if o.verbose && res != nil {
 		printDenials(res.Network, o.stderr)
@@ -253,7 +259,9 @@ func runRequest(req executor.Request, o *reporter, capStreams bool) int {
 		res.Status, res.ExitCode = nsjail.StatusCancelled, 128+int(sig)
 		o.interrupted = sig
 	}
-	return o.report(res, &req.Policy)
+	code := o.report(res, &req.Policy)
+	phases.mark("reported")
+	return code
 }
 
 func sigName(s syscall.Signal) string {

@@ -599,7 +599,7 @@ func warnWeakened(p policy.Policy, stderr io.Writer) {
 // itself is what its caller would otherwise have to do by hand.
 func cliConfig(cache string) executor.Config {
 	initPath, spawnPath := helpers()
-	return executor.Config{SeccompCacheDir: cache, InitPath: initPath, SpawnPath: spawnPath, CgroupMoveSelf: true}
+	return executor.Config{SeccompCacheDir: cache, InitPath: initPath, SpawnPath: spawnPath, CgroupMoveSelf: true, Logger: phases.logger()}
 }
 
 // helpers are the sandbox init and spawn helper airlock starts, beside
