@@ -151,11 +151,7 @@ func applyOp(root int, op Op, tree int) error {
 	rel := strings.TrimPrefix(op.Target, "/")
 	switch op.Kind {
 	case KindDir:
-		fd, err := mkdirAll(root, rel)
-		if err == nil {
-			unix.Close(fd)
-		}
-		return err
+		return inDir(root, rel, func(int) error { return nil })
 	case KindSymlink:
 		return inParent(root, rel, func(dir int, name string) error {
 			return unix.Symlinkat(op.Source, dir, name)
@@ -281,12 +277,7 @@ func moveMount(from, to int) error {
 // attachDir creates the directory rel (no symlinks followed) and attaches
 // the detached mount mfd on it.
 func attachDir(root int, rel string, mfd int) error {
-	t, err := mkdirAll(root, rel)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(t)
-	return moveMount(mfd, t)
+	return inDir(root, rel, func(t int) error { return moveMount(mfd, t) })
 }
 
 // attachFile creates the regular file rel and attaches mfd on it.
@@ -304,16 +295,22 @@ func attachFile(root int, rel string, mfd int) error {
 	})
 }
 
-// inParent creates the parent directories of rel and calls f with an fd
-// of the parent and the last component.
-func inParent(root int, rel string, f func(dir int, name string) error) error {
-	dir, name := path.Split(rel)
-	d, err := mkdirAll(root, strings.TrimSuffix(dir, "/"))
+// inDir creates the directory rel (no symlinks followed) and calls f with
+// an O_PATH fd of it.
+func inDir(root int, rel string, f func(dir int) error) error {
+	d, err := mkdirAll(root, rel)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(d)
-	return f(d, name)
+	return f(d)
+}
+
+// inParent creates the parent directories of rel and calls f with an fd
+// of the parent and the last component.
+func inParent(root int, rel string, f func(dir int, name string) error) error {
+	dir, name := path.Split(rel)
+	return inDir(root, strings.TrimSuffix(dir, "/"), func(d int) error { return f(d, name) })
 }
 
 // mkdirAll walks rel below root one component at a time, creating missing
