@@ -169,7 +169,7 @@ func applyOp(root int, op Op, tree int) error {
 		if fileType(tree) == unix.S_IFDIR {
 			return attachDir(root, rel, tree)
 		}
-		return attachFile(root, rel, tree)
+		return attachEntry(root, rel, tree, true)
 	case KindCover:
 		// rel (inside the new root) re-bound onto itself with op's
 		// attributes (read-only).
@@ -218,14 +218,7 @@ func cloneOnto(root int, rel, path string, flags uint, op Op) error {
 		return err
 	}
 	defer unix.Close(fd)
-	return inParent(root, rel, func(dir int, name string) error {
-		t, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(t)
-		return moveMount(fd, t)
-	})
+	return attachEntry(root, rel, fd, false)
 }
 
 // mountFS mounts a fresh fstype filesystem with options and op's
@@ -280,15 +273,22 @@ func attachDir(root int, rel string, mfd int) error {
 	return inDir(root, rel, func(t int) error { return moveMount(mfd, t) })
 }
 
-// attachFile creates the regular file rel and attaches mfd on it.
-func attachFile(root int, rel string, mfd int) error {
+// attachEntry attaches mfd on rel, opened without following a symlink:
+// with create, a regular file (made if missing, 0644); without, the
+// existing entry, whatever its type (O_PATH).
+func attachEntry(root int, rel string, mfd int, create bool) error {
+	flags := unix.O_PATH
+	if create {
+		flags = unix.O_CREAT | unix.O_RDONLY
+	}
 	return inParent(root, rel, func(dir int, name string) error {
-		t, err := unix.Openat(dir, name, unix.O_CREAT|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+		// The mode counts only with O_CREAT.
+		t, err := unix.Openat(dir, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 		if err != nil {
 			return err
 		}
 		defer unix.Close(t)
-		if fileType(t) != unix.S_IFREG {
+		if create && fileType(t) != unix.S_IFREG {
 			return ErrSymlink
 		}
 		return moveMount(mfd, t)

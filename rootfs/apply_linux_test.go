@@ -57,8 +57,8 @@ func TestMkdirAllNeverFollowsSymlinks(t *testing.T) {
 		}
 	}
 	// A file target refuses a symlink in the last component too.
-	err = attachFile(root, "a/link", -1)
+	err = attachEntry(root, "a/link", -1, true)
 	if !errors.Is(err, ErrSymlink) && !errors.Is(err, unix.ELOOP) {
-		t.Errorf("attachFile over a symlink: %v", err)
+		t.Errorf("attachEntry over a symlink: %v", err)
 	}
 }
