@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -317,21 +318,16 @@ func inParent(root int, rel string, f func(dir int, name string) error) error {
 // directories (0755) and refusing any symlink, and returns an O_PATH fd of
 // the last directory. rel "" returns a duplicate of root.
 func mkdirAll(root int, rel string) (int, error) {
+	parts := strings.Split(rel, "/")
+	if slices.Contains(parts, "..") {
+		return -1, fmt.Errorf("%q: %w", rel, unix.EINVAL)
+	}
 	// The walk starts at root itself (not a copy of it: two syscalls per
 	// path, some 40 paths a jail); cur == root is never closed here.
 	cur := root
-	release := func() {
-		if cur != root {
-			unix.Close(cur)
-		}
-	}
-	for _, c := range strings.Split(rel, "/") {
+	for _, c := range parts {
 		if c == "" || c == "." {
 			continue
-		}
-		if c == ".." {
-			release()
-			return -1, fmt.Errorf("%q: %w", rel, unix.EINVAL)
 		}
 		next, err := unix.Openat(cur, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) {
@@ -339,7 +335,9 @@ func mkdirAll(root int, rel string) (int, error) {
 				next, err = unix.Openat(cur, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			}
 		}
-		release()
+		if cur != root {
+			unix.Close(cur)
+		}
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 			return -1, fmt.Errorf("%s: %w", c, ErrSymlink)
 		}
