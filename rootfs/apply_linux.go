@@ -159,7 +159,7 @@ func applyOp(root int, op Op, tree int) error {
 		})
 	case KindFile:
 		return inParent(root, rel, func(dir int, name string) error {
-			return writeFileAt(dir, name, op.Data)
+			return writeFileAt(dir, name, op.Data, 0o644)
 		})
 	case KindTmpfs, KindProc, KindDevpts:
 		return mountFS(root, rel, string(op.Kind), op.Options, op)
@@ -200,11 +200,9 @@ func mask(root int, rel string, op Op) error {
 		return mountFS(root, rel, "tmpfs", "size=4k,nr_inodes=1,mode=0555", op)
 	}
 	const empty = ".airlock-mask"
-	f, err := unix.Openat(root, empty, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
-	if err != nil {
+	if err := writeFileAt(root, empty, "", 0o444); err != nil {
 		return fmt.Errorf("empty file: %w", err)
 	}
-	unix.Close(f)
 	defer unix.Unlinkat(root, empty, 0)
 	return cloneOnto(root, rel, empty, 0, op)
 }
@@ -353,8 +351,10 @@ func mkdirAll(root int, rel string) (int, error) {
 	return cur, nil
 }
 
-func writeFileAt(dir int, name, data string) error {
-	fd, err := unix.Openat(dir, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+// writeFileAt creates the file name (mode perm) in dir, which must not
+// exist, and writes data to it.
+func writeFileAt(dir int, name, data string, perm uint32) error {
+	fd, err := unix.Openat(dir, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
 		return err
 	}
