@@ -5,6 +5,7 @@ package rootfs
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -252,18 +253,12 @@ func newFS(fstype, options string, attr int) (int, error) {
 		return -1, fmt.Errorf("fsconfig create: %w", err)
 	}
 	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, attr)
-	if err != nil {
-		return -1, fmt.Errorf("fsmount: %w", err)
-	}
-	return mfd, nil
+	return mfd, os.NewSyscallError("fsmount", err)
 }
 
+// moveMount attaches the detached mount from on the file of the fd to.
 func moveMount(from, to int) error {
-	err := unix.MoveMount(from, "", to, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
-	if err != nil {
-		return fmt.Errorf("move_mount: %w", err)
-	}
-	return nil
+	return os.NewSyscallError("move_mount", unix.MoveMount(from, "", to, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH))
 }
 
 // attachDir creates the directory rel (no symlinks followed) and attaches
