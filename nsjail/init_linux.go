@@ -156,10 +156,24 @@ func runInit(started int64) error {
 		return err
 	}
 	m.take()
-	// 8. Its rlimits, working directory and binary.
-	argv0, err := programSettings(&prog)
-	if err != nil {
+	// 8. Its rlimits, working directory and binary. Raising a hard limit
+	// would need CAP_SYS_RESOURCE in the host's user namespace, which the
+	// init never has, so the order with the capability drop does not
+	// matter. Setting NOFILE explicitly also stops the Go runtime from
+	// restoring its own soft limit at exec.
+	for _, r := range prog.Rlimits {
+		if err := stage("setrlimit", unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max})); err != nil {
+			return err
+		}
+	}
+	// The working directory is set after pivot_root, inside the new root
+	// (jail), so it can never point into the host (CVE-2024-21626).
+	if err := stage("chdir", unix.Chdir(prog.Dir)); err != nil {
 		return err
+	}
+	argv0, err := lookPath(prog.Args[0], prog.Env)
+	if err != nil {
+		return stage("exec", err)
 	}
 	// 8b. Landlock: the program reaches only the files, TCP ports,
 	// sockets and processes the ruleset grants (and the reaper, which is
@@ -275,29 +289,6 @@ func confine(process bool, last int) error {
 		return stage("no_new_privs", fmt.Errorf("not set after PR_SET_NO_NEW_PRIVS (%d, %v)", v, err))
 	}
 	return nil
-}
-
-// programSettings applies the program's rlimits and working directory
-// and finds its binary. Raising a hard limit would need CAP_SYS_RESOURCE
-// in the host's user namespace, which the init never has, so the order
-// with the capability drop does not matter. Setting NOFILE explicitly
-// also stops the Go runtime from restoring its own soft limit at exec.
-func programSettings(cfg *programConfig) (string, error) {
-	for _, r := range cfg.Rlimits {
-		if err := stage("setrlimit", unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max})); err != nil {
-			return "", err
-		}
-	}
-	// The working directory is set after pivot_root, inside the new root
-	// (jail), so it can never point into the host (CVE-2024-21626).
-	if err := stage("chdir", unix.Chdir(cfg.Dir)); err != nil {
-		return "", err
-	}
-	argv0, err := lookPath(cfg.Args[0], cfg.Env)
-	if err != nil {
-		return "", stage("exec", err)
-	}
-	return argv0, nil
 }
 
 // loadFilter loads the program's seccomp filter, if any, and checks that
