@@ -186,11 +186,18 @@ func runInit(started int64) error {
 	if err := stage("landlock", applyLandlock(cfg.Landlock, reaperFD)); err != nil {
 		return err
 	}
-	// 9. The seccomp filter, last, so it filters the program and none of
-	// the setup: after it come only the ready report and exec.
-	listener, err := loadFilter(prog.Seccomp)
-	if err != nil {
-		return err
+	// 9. The seccomp filter, if any, last, so it filters the program and
+	// none of the setup: after it come only the ready report and exec.
+	// TSYNC puts it on every thread of the init. Its listener (for
+	// kill-by-notify, close-on-exec) is -1 without Notify.
+	listener := -1
+	if f := prog.Seccomp; f != nil {
+		if listener, err = seccomp.Load(f.Program, f.Notify); err != nil {
+			return stage("seccomp", err)
+		}
+		if mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil || mode != 2 {
+			return stage("seccomp", fmt.Errorf("no filter in force after loading it (mode %d, %v)", mode, err))
+		}
 	}
 	m.take()
 	// 10. Ready, with the filter's listener if it has one; a failure
@@ -289,23 +296,6 @@ func confine(process bool, last int) error {
 		return stage("no_new_privs", fmt.Errorf("not set after PR_SET_NO_NEW_PRIVS (%d, %v)", v, err))
 	}
 	return nil
-}
-
-// loadFilter loads the program's seccomp filter, if any, and checks that
-// it is in force. TSYNC puts it on every thread of the init. It returns
-// the filter's listener (for kill-by-notify, close-on-exec), or -1.
-func loadFilter(filter *seccomp.Filter) (int, error) {
-	if filter == nil {
-		return -1, nil
-	}
-	listener, err := seccomp.Load(filter.Program, filter.Notify)
-	if err != nil {
-		return -1, stage("seccomp", err)
-	}
-	if mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil || mode != 2 {
-		return -1, stage("seccomp", fmt.Errorf("no filter in force after loading it (mode %d, %v)", mode, err))
-	}
-	return listener, nil // -1 without Notify
 }
 
 // clearCapabilities empties the effective, permitted and inheritable
