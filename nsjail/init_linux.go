@@ -3,6 +3,7 @@
 package nsjail
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -448,10 +449,7 @@ func lookPath(file string, env []string) (string, error) {
 		}
 	}
 	for _, dir := range strings.Split(pathEnv, ":") {
-		if dir == "" {
-			dir = "."
-		}
-		p := dir + "/" + file
+		p := cmp.Or(dir, ".") + "/" + file // "" is the working directory
 		if executable(p) == nil {
 			return p, nil
 		}
