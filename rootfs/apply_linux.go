@@ -289,17 +289,6 @@ func attachEntry(root int, rel string, mfd int, create bool) error {
 	})
 }
 
-// inDir creates the directory rel (no symlinks followed) and calls f with
-// an O_PATH fd of it.
-func inDir(root int, rel string, f func(dir int) error) error {
-	d, err := mkdirAll(root, rel)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(d)
-	return f(d)
-}
-
 // inParent creates the parent directories of rel and calls f with an fd
 // of the parent and the last component.
 func inParent(root int, rel string, f func(dir int, name string) error) error {
@@ -307,13 +296,13 @@ func inParent(root int, rel string, f func(dir int, name string) error) error {
 	return inDir(root, strings.TrimSuffix(dir, "/"), func(d int) error { return f(d, name) })
 }
 
-// mkdirAll walks rel below root one component at a time, creating missing
-// directories (0755) and refusing any symlink, and returns an O_PATH fd of
-// the last directory. rel "" returns a duplicate of root.
-func mkdirAll(root int, rel string) (int, error) {
+// inDir walks rel below root one component at a time, creating missing
+// directories (0755) and refusing any symlink, and calls f with an O_PATH
+// fd of the last directory: root itself when rel names root.
+func inDir(root int, rel string, f func(dir int) error) error {
 	parts := strings.Split(rel, "/")
 	if slices.Contains(parts, "..") {
-		return -1, fmt.Errorf("%q: %w", rel, unix.EINVAL)
+		return fmt.Errorf("%q: %w", rel, unix.EINVAL)
 	}
 	// The walk starts at root itself (not a copy of it: two syscalls per
 	// path, some 40 paths a jail); cur == root is never closed here.
@@ -332,18 +321,17 @@ func mkdirAll(root int, rel string) (int, error) {
 			unix.Close(cur)
 		}
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			return -1, fmt.Errorf("%s: %w", c, ErrSymlink)
+			return fmt.Errorf("%s: %w", c, ErrSymlink)
 		}
 		if err != nil {
-			return -1, fmt.Errorf("%s: %w", c, err)
+			return fmt.Errorf("%s: %w", c, err)
 		}
 		cur = next
 	}
-	if cur == root {
-		// rel names root: the caller gets (and closes) a copy of it.
-		return unix.Openat(root, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if cur != root {
+		defer unix.Close(cur)
 	}
-	return cur, nil
+	return f(cur)
 }
 
 // writeFileAt creates the file name (mode perm) in dir, which must not
