@@ -265,13 +265,15 @@ func buildJail(cfg *initConfig) error {
 // backend has no namespaces: it only empties the capability sets it may
 // have.
 func confine(process bool, last int) error {
-	// A cgroup namespace rooted at the run's cgroup (final by now: see
-	// runInit), so /proc/self/cgroup shows "/" and no host path.
-	// unshare affects only this thread, which is the one that execs.
+	drop := clearCapabilities
 	if !process {
+		// A cgroup namespace rooted at the run's cgroup (final by now: see
+		// runInit), so /proc/self/cgroup shows "/" and no host path.
+		// unshare affects only this thread, which is the one that execs.
 		if err := stage("unshare cgroup", unix.Unshare(unix.CLONE_NEWCGROUP)); err != nil {
 			return err
 		}
+		drop = func() error { return dropCapabilities(last) }
 	}
 	// Every fd but stdio closes at exec, whatever leaked into the init
 	// from the supervisor (CVE-2024-21626). CLOEXEC, not close: the init
@@ -281,10 +283,6 @@ func confine(process bool, last int) error {
 	}
 	// Capabilities before no_new_privs and the filter: a filter may deny
 	// the prctl and capset calls the drop makes.
-	drop := clearCapabilities
-	if !process {
-		drop = func() error { return dropCapabilities(last) }
-	}
 	if err := stage("drop capabilities", drop()); err != nil {
 		return err
 	}
