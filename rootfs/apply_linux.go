@@ -168,10 +168,7 @@ func applyOp(root int, op Op, tree int) error {
 		if tree == 0 {
 			return nil // optional and missing
 		}
-		if fileType(tree) == unix.S_IFDIR {
-			return attachDir(root, rel, tree)
-		}
-		return attachEntry(root, rel, tree, true)
+		return attach(root, rel, tree, true)
 	case KindCover:
 		// rel (inside the new root) re-bound onto itself with op's
 		// attributes (read-only).
@@ -218,7 +215,7 @@ func cloneOnto(root int, rel, path string, flags uint, op Op) error {
 		return err
 	}
 	defer unix.Close(fd)
-	return attachEntry(root, rel, fd, false)
+	return attach(root, rel, fd, false)
 }
 
 // mountFS mounts a fresh fstype filesystem with options and op's
@@ -229,7 +226,7 @@ func mountFS(root int, rel, fstype, options string, op Op) error {
 		return err
 	}
 	defer unix.Close(mfd)
-	return attachDir(root, rel, mfd)
+	return attach(root, rel, mfd, false)
 }
 
 // newFS creates a detached mount of a fresh fstype filesystem with the
@@ -261,16 +258,14 @@ func moveMount(from, to int) error {
 	return os.NewSyscallError("move_mount", unix.MoveMount(from, "", to, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH))
 }
 
-// attachDir creates the directory rel (no symlinks followed) and attaches
-// the detached mount mfd on it.
-func attachDir(root int, rel string, mfd int) error {
-	return inDir(root, rel, func(t int) error { return moveMount(mfd, t) })
-}
-
-// attachEntry attaches mfd on rel, opened without following a symlink:
-// with create, a regular file (made if missing, 0644); without, the
-// existing entry, whatever its type (O_PATH).
-func attachEntry(root int, rel string, mfd int, create bool) error {
+// attach attaches the detached mount mfd on rel, never through a
+// symlink: a directory on the directory rel, made if missing; anything
+// else, with create, on the regular file rel, made if missing (0644),
+// and without, on the existing entry rel, whatever its type (O_PATH).
+func attach(root int, rel string, mfd int, create bool) error {
+	if fileType(mfd) == unix.S_IFDIR {
+		return inDir(root, rel, func(t int) error { return moveMount(mfd, t) })
+	}
 	flags := unix.O_PATH
 	if create {
 		flags = unix.O_CREAT | unix.O_RDONLY

@@ -56,8 +56,8 @@ func TestInDirNeverFollowsSymlinks(t *testing.T) {
 		}
 	}
 	// A file target refuses a symlink in the last component too.
-	err = attachEntry(root, "a/link", -1, true)
+	err = attach(root, "a/link", -1, true)
 	if !errors.Is(err, ErrSymlink) && !errors.Is(err, unix.ELOOP) {
-		t.Errorf("attachEntry over a symlink: %v", err)
+		t.Errorf("attach over a symlink: %v", err)
 	}
 }
