@@ -3,13 +3,11 @@
 package nsjail
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
-	"strings"
 
 	"github.com/airlock-sandbox/airlock/rootfs"
 	"github.com/airlock-sandbox/airlock/seccomp"
@@ -425,40 +423,6 @@ func verifyNoCapabilities(last int) error {
 	// Dropped were all there are: the kernel knows no capability last+1.
 	if _, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(last+1), 0, 0, 0); last < 0 || !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("capability %d is not the kernel's last (%v)", last, err)
-	}
-	return nil
-}
-
-// lookPath finds file in the PATH of env, inside the new root.
-func lookPath(file string, env []string) (string, error) {
-	if strings.Contains(file, "/") {
-		if err := executable(file); err != nil {
-			return "", fmt.Errorf("%s: %w", file, err)
-		}
-		return file, nil
-	}
-	pathEnv := "/usr/local/bin:/usr/bin:/bin"
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathEnv = v
-		}
-	}
-	for _, dir := range strings.Split(pathEnv, ":") {
-		p := cmp.Or(dir, ".") + "/" + file // "" is the working directory
-		if executable(p) == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s: %w", file, unix.ENOENT)
-}
-
-func executable(p string) error {
-	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Mode&0o111 == 0 {
-		return unix.EACCES
 	}
 	return nil
 }
