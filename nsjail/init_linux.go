@@ -3,11 +3,13 @@
 package nsjail
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/airlock-sandbox/airlock/rootfs"
 	"github.com/airlock-sandbox/airlock/seccomp"
@@ -155,24 +157,10 @@ func runInit(started int64) error {
 		return err
 	}
 	m.take()
-	// 8. Its rlimits, working directory and binary. Raising a hard limit
-	// would need CAP_SYS_RESOURCE in the host's user namespace, which the
-	// init never has, so the order with the capability drop does not
-	// matter. Setting NOFILE explicitly also stops the Go runtime from
-	// restoring its own soft limit at exec.
-	for _, r := range prog.Rlimits {
-		if err := stage("setrlimit", unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max})); err != nil {
-			return err
-		}
-	}
-	// The working directory is set after pivot_root, inside the new root
-	// (jail), so it can never point into the host (CVE-2024-21626).
-	if err := stage("chdir", unix.Chdir(prog.Dir)); err != nil {
-		return err
-	}
-	argv0, err := lookPath(prog.Args[0], prog.Env)
+	// 8. Its rlimits, working directory and binary.
+	argv0, err := programSettings(&prog)
 	if err != nil {
-		return stage("exec", err)
+		return err
 	}
 	// 8b. Landlock: the program reaches only the files, TCP ports,
 	// sockets and processes the ruleset grants (and the reaper, which is
@@ -185,18 +173,11 @@ func runInit(started int64) error {
 	if err := stage("landlock", applyLandlock(cfg.Landlock, reaperFD)); err != nil {
 		return err
 	}
-	// 9. The seccomp filter, if any, last, so it filters the program and
-	// none of the setup: after it come only the ready report and exec.
-	// TSYNC puts it on every thread of the init. Its listener (for
-	// kill-by-notify, close-on-exec) is -1 without Notify.
-	listener := -1
-	if f := prog.Seccomp; f != nil {
-		if listener, err = seccomp.Load(f.Program, f.Notify); err != nil {
-			return stage("seccomp", err)
-		}
-		if mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil || mode != 2 {
-			return stage("seccomp", fmt.Errorf("no filter in force after loading it (mode %d, %v)", mode, err))
-		}
+	// 9. The seccomp filter, last, so it filters the program and none of
+	// the setup: after it come only the ready report and exec.
+	listener, err := loadFilter(prog.Seccomp)
+	if err != nil {
+		return err
 	}
 	m.take()
 	// 10. Ready, with the filter's listener if it has one; a failure
@@ -293,6 +274,46 @@ func confine(process bool, last int) error {
 		return stage("no_new_privs", fmt.Errorf("not set after PR_SET_NO_NEW_PRIVS (%d, %v)", v, err))
 	}
 	return nil
+}
+
+// programSettings applies the program's rlimits and working directory
+// and finds its binary. Raising a hard limit would need CAP_SYS_RESOURCE
+// in the host's user namespace, which the init never has, so the order
+// with the capability drop does not matter. Setting NOFILE explicitly
+// also stops the Go runtime from restoring its own soft limit at exec.
+func programSettings(cfg *programConfig) (string, error) {
+	for _, r := range cfg.Rlimits {
+		if err := stage("setrlimit", unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max})); err != nil {
+			return "", err
+		}
+	}
+	// The working directory is set after pivot_root, inside the new root
+	// (jail), so it can never point into the host (CVE-2024-21626).
+	if err := stage("chdir", unix.Chdir(cfg.Dir)); err != nil {
+		return "", err
+	}
+	argv0, err := lookPath(cfg.Args[0], cfg.Env)
+	if err != nil {
+		return "", stage("exec", err)
+	}
+	return argv0, nil
+}
+
+// loadFilter loads the program's seccomp filter, if any, and checks that
+// it is in force. TSYNC puts it on every thread of the init. It returns
+// the filter's listener (for kill-by-notify, close-on-exec), or -1.
+func loadFilter(filter *seccomp.Filter) (int, error) {
+	if filter == nil {
+		return -1, nil
+	}
+	listener, err := seccomp.Load(filter.Program, filter.Notify)
+	if err != nil {
+		return -1, stage("seccomp", err)
+	}
+	if mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil || mode != 2 {
+		return -1, stage("seccomp", fmt.Errorf("no filter in force after loading it (mode %d, %v)", mode, err))
+	}
+	return listener, nil // -1 without Notify
 }
 
 // clearCapabilities empties the effective, permitted and inheritable
@@ -423,6 +444,40 @@ func verifyNoCapabilities(last int) error {
 	// Dropped were all there are: the kernel knows no capability last+1.
 	if _, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(last+1), 0, 0, 0); last < 0 || !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("capability %d is not the kernel's last (%v)", last, err)
+	}
+	return nil
+}
+
+// lookPath finds file in the PATH of env, inside the new root.
+func lookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		if err := executable(file); err != nil {
+			return "", fmt.Errorf("%s: %w", file, err)
+		}
+		return file, nil
+	}
+	pathEnv := "/usr/local/bin:/usr/bin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, dir := range strings.Split(pathEnv, ":") {
+		p := cmp.Or(dir, ".") + "/" + file // "" is the working directory
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w", file, unix.ENOENT)
+}
+
+func executable(p string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Mode&0o111 == 0 {
+		return unix.EACCES
 	}
 	return nil
 }
