@@ -5,7 +5,9 @@ package rootfs
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -151,18 +153,14 @@ func applyOp(root int, op Op, tree int) error {
 	rel := strings.TrimPrefix(op.Target, "/")
 	switch op.Kind {
 	case KindDir:
-		fd, err := mkdirAll(root, rel)
-		if err == nil {
-			unix.Close(fd)
-		}
-		return err
+		return inDir(root, rel, func(int) error { return nil })
 	case KindSymlink:
 		return inParent(root, rel, func(dir int, name string) error {
 			return unix.Symlinkat(op.Source, dir, name)
 		})
 	case KindFile:
 		return inParent(root, rel, func(dir int, name string) error {
-			return writeFileAt(dir, name, op.Data)
+			return writeFileAt(dir, name, op.Data, 0o644)
 		})
 	case KindTmpfs, KindProc, KindDevpts:
 		return mountFS(root, rel, string(op.Kind), op.Options, op)
@@ -170,10 +168,7 @@ func applyOp(root int, op Op, tree int) error {
 		if tree == 0 {
 			return nil // optional and missing
 		}
-		if fileType(tree) == unix.S_IFDIR {
-			return attachDir(root, rel, tree)
-		}
-		return attachFile(root, rel, tree)
+		return attach(root, rel, tree, true)
 	case KindCover:
 		// rel (inside the new root) re-bound onto itself with op's
 		// attributes (read-only).
@@ -203,11 +198,9 @@ func mask(root int, rel string, op Op) error {
 		return mountFS(root, rel, "tmpfs", "size=4k,nr_inodes=1,mode=0555", op)
 	}
 	const empty = ".airlock-mask"
-	f, err := unix.Openat(root, empty, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
-	if err != nil {
+	if err := writeFileAt(root, empty, "", 0o444); err != nil {
 		return fmt.Errorf("empty file: %w", err)
 	}
-	unix.Close(f)
 	defer unix.Unlinkat(root, empty, 0)
 	return cloneOnto(root, rel, empty, 0, op)
 }
@@ -222,14 +215,7 @@ func cloneOnto(root int, rel, path string, flags uint, op Op) error {
 		return err
 	}
 	defer unix.Close(fd)
-	return inParent(root, rel, func(dir int, name string) error {
-		t, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(t)
-		return moveMount(fd, t)
-	})
+	return attach(root, rel, fd, false)
 }
 
 // mountFS mounts a fresh fstype filesystem with options and op's
@@ -240,7 +226,7 @@ func mountFS(root int, rel, fstype, options string, op Op) error {
 		return err
 	}
 	defer unix.Close(mfd)
-	return attachDir(root, rel, mfd)
+	return attach(root, rel, mfd, false)
 }
 
 // newFS creates a detached mount of a fresh fstype filesystem with the
@@ -264,40 +250,34 @@ func newFS(fstype, options string, attr int) (int, error) {
 		return -1, fmt.Errorf("fsconfig create: %w", err)
 	}
 	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, attr)
-	if err != nil {
-		return -1, fmt.Errorf("fsmount: %w", err)
-	}
-	return mfd, nil
+	return mfd, os.NewSyscallError("fsmount", err)
 }
 
+// moveMount attaches the detached mount from on the file of the fd to.
 func moveMount(from, to int) error {
-	err := unix.MoveMount(from, "", to, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
-	if err != nil {
-		return fmt.Errorf("move_mount: %w", err)
-	}
-	return nil
+	return os.NewSyscallError("move_mount", unix.MoveMount(from, "", to, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH))
 }
 
-// attachDir creates the directory rel (no symlinks followed) and attaches
-// the detached mount mfd on it.
-func attachDir(root int, rel string, mfd int) error {
-	t, err := mkdirAll(root, rel)
-	if err != nil {
-		return err
+// attach attaches the detached mount mfd on rel, never through a
+// symlink: a directory on the directory rel, made if missing; anything
+// else, with create, on the regular file rel, made if missing (0644),
+// and without, on the existing entry rel, whatever its type (O_PATH).
+func attach(root int, rel string, mfd int, create bool) error {
+	if fileType(mfd) == unix.S_IFDIR {
+		return inDir(root, rel, func(t int) error { return moveMount(mfd, t) })
 	}
-	defer unix.Close(t)
-	return moveMount(mfd, t)
-}
-
-// attachFile creates the regular file rel and attaches mfd on it.
-func attachFile(root int, rel string, mfd int) error {
+	flags := unix.O_PATH
+	if create {
+		flags = unix.O_CREAT | unix.O_RDONLY
+	}
 	return inParent(root, rel, func(dir int, name string) error {
-		t, err := unix.Openat(dir, name, unix.O_CREAT|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+		// The mode counts only with O_CREAT.
+		t, err := unix.Openat(dir, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 		if err != nil {
 			return err
 		}
 		defer unix.Close(t)
-		if fileType(t) != unix.S_IFREG {
+		if create && fileType(t) != unix.S_IFREG {
 			return ErrSymlink
 		}
 		return moveMount(mfd, t)
@@ -308,33 +288,23 @@ func attachFile(root int, rel string, mfd int) error {
 // of the parent and the last component.
 func inParent(root int, rel string, f func(dir int, name string) error) error {
 	dir, name := path.Split(rel)
-	d, err := mkdirAll(root, strings.TrimSuffix(dir, "/"))
-	if err != nil {
-		return err
-	}
-	defer unix.Close(d)
-	return f(d, name)
+	return inDir(root, strings.TrimSuffix(dir, "/"), func(d int) error { return f(d, name) })
 }
 
-// mkdirAll walks rel below root one component at a time, creating missing
-// directories (0755) and refusing any symlink, and returns an O_PATH fd of
-// the last directory. rel "" returns a duplicate of root.
-func mkdirAll(root int, rel string) (int, error) {
+// inDir walks rel below root one component at a time, creating missing
+// directories (0755) and refusing any symlink, and calls f with an O_PATH
+// fd of the last directory: root itself when rel names root.
+func inDir(root int, rel string, f func(dir int) error) error {
+	parts := strings.Split(rel, "/")
+	if slices.Contains(parts, "..") {
+		return fmt.Errorf("%q: %w", rel, unix.EINVAL)
+	}
 	// The walk starts at root itself (not a copy of it: two syscalls per
 	// path, some 40 paths a jail); cur == root is never closed here.
 	cur := root
-	release := func() {
-		if cur != root {
-			unix.Close(cur)
-		}
-	}
-	for _, c := range strings.Split(rel, "/") {
+	for _, c := range parts {
 		if c == "" || c == "." {
 			continue
-		}
-		if c == ".." {
-			release()
-			return -1, fmt.Errorf("%q: %w", rel, unix.EINVAL)
 		}
 		next, err := unix.Openat(cur, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) {
@@ -342,24 +312,27 @@ func mkdirAll(root int, rel string) (int, error) {
 				next, err = unix.Openat(cur, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			}
 		}
-		release()
+		if cur != root {
+			unix.Close(cur)
+		}
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			return -1, fmt.Errorf("%s: %w", c, ErrSymlink)
+			return fmt.Errorf("%s: %w", c, ErrSymlink)
 		}
 		if err != nil {
-			return -1, fmt.Errorf("%s: %w", c, err)
+			return fmt.Errorf("%s: %w", c, err)
 		}
 		cur = next
 	}
-	if cur == root {
-		// rel names root: the caller gets (and closes) a copy of it.
-		return unix.Openat(root, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if cur != root {
+		defer unix.Close(cur)
 	}
-	return cur, nil
+	return f(cur)
 }
 
-func writeFileAt(dir int, name, data string) error {
-	fd, err := unix.Openat(dir, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+// writeFileAt creates the file name (mode perm) in dir, which must not
+// exist, and writes data to it.
+func writeFileAt(dir int, name, data string, perm uint32) error {
+	fd, err := unix.Openat(dir, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
 		return err
 	}

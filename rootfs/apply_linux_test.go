@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func TestMkdirAllNeverFollowsSymlinks(t *testing.T) {
+func TestInDirNeverFollowsSymlinks(t *testing.T) {
 	dir := t.TempDir()
 	outside := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "a"), 0o755)
@@ -22,43 +22,42 @@ func TestMkdirAllNeverFollowsSymlinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(root)
+	mkdir := func(rel string) error { return inDir(root, rel, func(int) error { return nil }) }
 
 	for _, rel := range []string{"a/link/x", "a/link", "file/x"} {
-		if fd, err := mkdirAll(root, rel); !errors.Is(err, ErrSymlink) {
-			t.Errorf("mkdirAll(%q) = %d, %v; want ErrSymlink", rel, fd, err)
+		if err := mkdir(rel); !errors.Is(err, ErrSymlink) {
+			t.Errorf("inDir(%q) = %v; want ErrSymlink", rel, err)
 		}
 	}
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
 		t.Fatalf("a directory was created through the symlink: %v", ents)
 	}
-	if _, err := mkdirAll(root, "a/../../escape"); !errors.Is(err, unix.EINVAL) {
+	if err := mkdir("a/../../escape"); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("'..' accepted: %v", err)
 	}
-	fd, err := mkdirAll(root, "x/y/z")
-	if err != nil {
+	if err := mkdir("x/y/z"); err != nil {
 		t.Fatal(err)
 	}
-	unix.Close(fd)
 	if fi, err := os.Stat(filepath.Join(dir, "x/y/z")); err != nil || !fi.IsDir() {
 		t.Fatalf("x/y/z not created: %v", err)
 	}
 	// The walk starts at root itself and never closes it; a path naming
-	// root gives the caller a copy of its own.
+	// root gets root itself, any other path a directory of its own.
 	for _, rel := range []string{"", ".", "/", "x", "..", "a/link"} {
-		if fd, err := mkdirAll(root, rel); err == nil {
-			if fd == root {
-				t.Fatalf("mkdirAll(%q) returned root itself", rel)
+		inDir(root, rel, func(d int) error {
+			if (d == root) != (rel == "" || rel == "." || rel == "/") {
+				t.Errorf("inDir(%q) called f with %d, root %d", rel, d, root)
 			}
-			unix.Close(fd)
-		}
+			return nil
+		})
 		var st unix.Stat_t
 		if err := unix.Fstat(root, &st); err != nil {
-			t.Fatalf("root closed by mkdirAll(%q): %v", rel, err)
+			t.Fatalf("root closed by inDir(%q): %v", rel, err)
 		}
 	}
 	// A file target refuses a symlink in the last component too.
-	err = attachFile(root, "a/link", -1)
+	err = attach(root, "a/link", -1, true)
 	if !errors.Is(err, ErrSymlink) && !errors.Is(err, unix.ELOOP) {
-		t.Errorf("attachFile over a symlink: %v", err)
+		t.Errorf("attach over a symlink: %v", err)
 	}
 }

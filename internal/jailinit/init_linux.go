@@ -3,6 +3,7 @@
 package jailinit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -243,13 +244,15 @@ func buildJail(cfg *initConfig) error {
 // backend has no namespaces: it only empties the capability sets it may
 // have.
 func confine(process bool, last int) error {
-	// A cgroup namespace rooted at the run's cgroup (final by now: see
-	// runInit), so /proc/self/cgroup shows "/" and no host path.
-	// unshare affects only this thread, which is the one that execs.
+	drop := clearCapabilities
 	if !process {
+		// A cgroup namespace rooted at the run's cgroup (final by now: see
+		// runInit), so /proc/self/cgroup shows "/" and no host path.
+		// unshare affects only this thread, which is the one that execs.
 		if err := stage("unshare cgroup", unix.Unshare(unix.CLONE_NEWCGROUP)); err != nil {
 			return err
 		}
+		drop = func() error { return dropCapabilities(last) }
 	}
 	// Every fd but stdio closes at exec, whatever leaked into the init
 	// from the supervisor (CVE-2024-21626). CLOEXEC, not close: the init
@@ -259,10 +262,6 @@ func confine(process bool, last int) error {
 	}
 	// Capabilities before no_new_privs and the filter: a filter may deny
 	// the prctl and capset calls the drop makes.
-	drop := clearCapabilities
-	if !process {
-		drop = func() error { return dropCapabilities(last) }
-	}
 	if err := stage("drop capabilities", drop()); err != nil {
 		return err
 	}
@@ -375,10 +374,7 @@ func loopbackUp() error {
 		return err
 	}
 	defer unix.Close(s)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
+	ifr, _ := unix.NewIfreq("lo") // fails only for a name too long
 	if err := unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr); err != nil {
 		return err
 	}
@@ -467,10 +463,7 @@ func lookPath(file string, env []string) (string, error) {
 		}
 	}
 	for _, dir := range strings.Split(pathEnv, ":") {
-		if dir == "" {
-			dir = "."
-		}
-		p := dir + "/" + file
+		p := cmp.Or(dir, ".") + "/" + file // "" is the working directory
 		if executable(p) == nil {
 			return p, nil
 		}
