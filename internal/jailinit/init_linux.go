@@ -140,9 +140,24 @@ func runInit(started int64) error {
 	if err := confine(cfg.Process, cfg.LastCap); err != nil {
 		return err
 	}
+	// 5b. Landlock: the program reaches only the files, TCP ports,
+	// sockets and processes the ruleset grants (and the reaper, which is
+	// no path inside, may be exec'd from its fd). After every mount (a
+	// restricted thread cannot mount) and no_new_privs, before the filter
+	// (which may deny Landlock's syscalls). It depends on the jail, not on
+	// the program, so a warm pool's sandbox has it before its request:
+	// what the init still does after it (read its program from the open
+	// fd 3, setrlimit, chdir, stat, exec) needs no file access it denies.
+	reaperFD := -1
+	if cfg.Reaper {
+		reaperFD = joinCgroupFD + cfg.JoinCgroup
+	}
+	if err := stage("landlock", applyLandlock(cfg.Landlock, reaperFD)); err != nil {
+		return err
+	}
 	m.take()
-	// 6. Built and confined: a cold parent goes on; a warm pool's
-	// sandbox is ready for a request.
+	// 6. Built and confined (Landlock included): a cold parent goes on;
+	// a warm pool's sandbox is ready for a request.
 	if err := stage("report prepared", writeStatus(initStatus{Prepared: true, Marks: m})); err != nil {
 		return err
 	}
@@ -160,17 +175,6 @@ func runInit(started int64) error {
 	// 8. Its rlimits, working directory and binary.
 	argv0, err := programSettings(&prog)
 	if err != nil {
-		return err
-	}
-	// 8b. Landlock: the program reaches only the files, TCP ports,
-	// sockets and processes the ruleset grants (and the reaper, which is
-	// no path inside, may be exec'd from its fd). After every mount,
-	// before the filter (which may deny Landlock's syscalls).
-	reaperFD := -1
-	if cfg.Reaper {
-		reaperFD = joinCgroupFD + cfg.JoinCgroup
-	}
-	if err := stage("landlock", applyLandlock(cfg.Landlock, reaperFD)); err != nil {
 		return err
 	}
 	// 9. The seccomp filter, last, so it filters the program and none of

@@ -29,7 +29,8 @@ import (
 //	      (served from the program's start)       listener on 127.0.0.1:PORT
 //	                                              inside (SCM_RIGHTS)]
 //	                                             confine: cgroupns, fds,
-//	                                              capabilities, no_new_privs
+//	                                              capabilities, no_new_privs,
+//	                                              Landlock
 //	fd 4: read until "prepared"         <-----  {prepared, marks}
 //	      [a prepared sandbox of a warm pool waits here for a request]
 //	[warm: write programConfig, close]  ----->  read it
