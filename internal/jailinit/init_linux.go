@@ -84,7 +84,7 @@ func stage(name string, err error) error {
 // with its stage named; nothing here degrades. The modes differ in two
 // named places only:
 //
-//   - the process backend (cfg.Process) has no jail: it skips step 4,
+//   - the process backend (cfg.Process) has no jail: it skips step 3,
 //     and confine empties the capability sets it may have instead of
 //     dropping all five it holds in its user namespace;
 //   - a prepared sandbox (a warm pool's) differs only in when its
@@ -101,46 +101,39 @@ func stage(name string, err error) error {
 // mapped ids (the process backend: as the host
 // uid the parent chose), before any untrusted code. The parent has the
 // init in the run's cgroup before it sends the spec (born there, or
-// placed by pid first) unless the init joins it itself (step 3).
+// placed by pid first) unless the init joins it itself (step 2).
 func runInit(started int64) error {
 	m := marks{started}
-	// 1. The status socket closes at exec: its EOF after "ready" tells
-	// the parent the program was exec'd (with a reaper: "started").
-	if _, err := unix.FcntlInt(statusFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
-		return stage("status pipe", err)
-	}
-	// 2. The jail to build, every value decided by the parent.
+	// 1. The jail to build, every value decided by the parent (the build
+	// token was checked before: Init).
 	spec := os.NewFile(specFD, "spec")
 	cfg := &initConfig{}
 	if err := stage("read spec", readSpec(spec, "spec", cfg)); err != nil {
 		return err
 	}
 	m.take()
-	// 3. Into the run's v1 cgroups before the jail, so that its mounts
+	// 2. Into the run's v1 cgroups before the jail, so that its mounts
 	// and tmpfs pages are charged there. Only this thread moves, the one
 	// that forks and execs; the init's other Go threads end at exec.
 	if err := stage("cgroup placement", joinCgroup(cfg.JoinCgroup)); err != nil {
 		return err
 	}
 	m.take()
-	// 4. The jail: mounts, root, hostname, loopback; with net allow,
+	// 3. The jail: mounts, root, hostname, loopback; with net allow,
 	// the egress proxy's listener on that loopback, for the parent.
 	if !cfg.Process {
 		if err := buildJail(cfg); err != nil {
 			return err
 		}
-		if err := stage("egress listener", sendEgressListener(cfg.EgressPort)); err != nil {
-			return err
-		}
 	}
 	m.take()
-	// 5. The init confines itself, whatever program comes: cgroup
+	// 4. The init confines itself, whatever program comes: cgroup
 	// namespace, fds, capabilities, no_new_privs. Nothing after this
 	// needs a privilege.
 	if err := confine(cfg.Process, cfg.LastCap); err != nil {
 		return err
 	}
-	// 5b. Landlock: the program reaches only the files, TCP ports,
+	// 5. Landlock: the program reaches only the files, TCP ports,
 	// sockets and processes the ruleset grants (and the reaper, which is
 	// no path inside, may be exec'd from its fd). After every mount (a
 	// restricted thread cannot mount) and no_new_privs, before the filter
@@ -148,11 +141,7 @@ func runInit(started int64) error {
 	// the program, so a warm pool's sandbox has it before its request:
 	// what the init still does after it (read its program from the open
 	// fd 3, setrlimit, chdir, stat, exec) needs no file access it denies.
-	reaperFD := -1
-	if cfg.Reaper {
-		reaperFD = joinCgroupFD + cfg.JoinCgroup
-	}
-	if err := stage("landlock", applyLandlock(cfg.Landlock, reaperFD)); err != nil {
+	if err := stage("landlock", applyLandlock(cfg.Landlock, reaperFD(cfg))); err != nil {
 		return err
 	}
 	m.take()
@@ -163,11 +152,7 @@ func runInit(started int64) error {
 	}
 	m = m[:0]
 	// 7. The program: what runs, its limits and its filter.
-	var prog programConfig
-	err := readSpec(spec, "program", &prog)
-	if err == nil && len(prog.Args) == 0 {
-		err = errors.New("spec has no program")
-	}
+	prog, err := readProgram(spec)
 	if err := stage("read program", err); err != nil {
 		return err
 	}
@@ -193,9 +178,28 @@ func runInit(started int64) error {
 	// the sandbox's pid 1 and runs the program as its child; without one
 	// (or in the process backend, which has no pid 1), of the program.
 	if cfg.Reaper {
-		return execReaper(argv0, &prog, reaperFD)
+		return execReaper(argv0, &prog, reaperFD(cfg))
 	}
 	return stage("exec", unix.Exec(argv0, prog.Args, prog.Env))
+}
+
+// reaperFD is the reaper's fd (after the tasks files), or -1 without one.
+func reaperFD(cfg *initConfig) int {
+	if !cfg.Reaper {
+		return -1
+	}
+	return joinCgroupFD + cfg.JoinCgroup
+}
+
+// readProgram reads the program's part of the spec (fd 3's second
+// message).
+func readProgram(spec io.Reader) (programConfig, error) {
+	var prog programConfig
+	err := readSpec(spec, "program", &prog)
+	if err == nil && len(prog.Args) == 0 {
+		err = errors.New("spec has no program")
+	}
+	return prog, err
 }
 
 // recovered runs f, and turns a panic into an error for the parent.
@@ -216,7 +220,7 @@ type marks []int64
 func (m *marks) take() { *m = append(*m, monotonicNS()) }
 
 // buildJail is the namespaces backend's setup: mounts, root, hostname,
-// loopback.
+// loopback, and with net allow the egress proxy's listener on it.
 func buildJail(cfg *initConfig) error {
 	// clone(CLONE_NEWNS) copied the host's propagation: make every mount
 	// private before mounting anything, so nothing leaks to the host.
@@ -238,9 +242,11 @@ func buildJail(cfg *initConfig) error {
 		return err
 	}
 	if cfg.NetNS {
-		return stage("loopback up", loopbackUp())
+		if err := stage("loopback up", loopbackUp()); err != nil {
+			return err
+		}
 	}
-	return nil
+	return stage("egress listener", sendEgressListener(cfg.EgressPort))
 }
 
 // confine is the init's own confinement, in order: cgroup namespace (in
@@ -260,7 +266,10 @@ func confine(process bool, last int) error {
 	}
 	// Every fd but stdio closes at exec, whatever leaked into the init
 	// from the supervisor (CVE-2024-21626). CLOEXEC, not close: the init
-	// still uses its spec pipe and status socket until exec.
+	// still uses its spec pipe and status socket until exec. The status
+	// socket's close at exec is the protocol's: its EOF after "ready"
+	// tells the parent the program was exec'd (a reaper keeps it:
+	// execReaper, and reports "started" itself).
 	if err := stage("close fds", unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)); err != nil {
 		return err
 	}
