@@ -532,7 +532,7 @@ func TestFaultInjection(t *testing.T) {
 	narrow := map[string][]call{}
 	var closed, ran, points, skipped int
 	cases := faults
-	if testutil.InGuest() {
+	if testutil.GuestTrim() {
 		// The cgroup v2 guest (scripts/testlib.sh vm_pass) is there for
 		// the cgroup version and its older kernel. An injected errno is
 		// strace's, not the kernel's, and every case without a cgroup

@@ -228,14 +228,21 @@ func HaveBwrap() bool { _, err := exec.LookPath("bwrap"); return err == nil }
 // delegated to them (scripts/vm-delegated in the cgroup v2 guest).
 const DelegatedEnv = "AIRLOCK_TEST_DELEGATED"
 
-// GuestEnv is set (to 1) in the cgroup v2 guest's passes (scripts/testlib.sh
-// vm_boots). The guest is there for the cgroup version and its older
-// kernel; a test may leave to the host passes what cannot differ there
-// and costs much under emulation, saying so in its log (InGuest).
+// GuestEnv is set in the cgroup v2 guest's passes (scripts/testlib.sh
+// vm_boots): to 1 in the CI tier, to "full" in scripts/test --long. The
+// guest is there for the cgroup version and its older kernel; in the CI
+// tier a test may leave to the host passes what cannot differ there and
+// costs much under emulation, saying so in its log (GuestTrim).
 const GuestEnv = "AIRLOCK_TEST_GUEST"
 
-// InGuest reports whether this run is one of the cgroup v2 guest's passes.
-func InGuest() bool { return os.Getenv(GuestEnv) == "1" }
+// InGuest reports whether this run is one of the cgroup v2 guest's passes
+// (GuestEnv "1", or "full" in scripts/test --long).
+func InGuest() bool { v := os.Getenv(GuestEnv); return v == "1" || v == "full" }
+
+// GuestTrim reports whether a test may leave to the host passes what
+// cannot differ in the guest: in the guest's CI-tier passes (GuestEnv
+// "1"), not in scripts/test --long's ("full"), which run everything.
+func GuestTrim() bool { return os.Getenv(GuestEnv) == "1" }
 
 // ExpectCgroups reports whether this run must be able to make per-run
 // cgroups: as root, or rootless inside a delegated cgroup.
