@@ -143,7 +143,7 @@ func BenchmarkExecute(b *testing.B) {
 		}
 	}
 	// A warm request's phases count from its Start.
-	for _, p := range []string{"exec", "exited", "result"} {
+	for _, p := range []string{"init-program-read", "init-filter-loaded", "exec", "exited", "result"} {
 		if d := warmPhases.at[p]; len(d) > 0 {
 			b.ReportMetric(med(d), "warm-"+p+"-ms")
 		}
