@@ -115,9 +115,9 @@ type Executor struct {
 	cgroups *cgroups.Parent // where per-run cgroups go; nil = none usable
 	groups  *groups         // cold runs' groups: a spare made ahead, removals in the background
 
-	// langs are the installed languages, by name and alias: detected at
-	// first use (languages), not in New, so that a run of a program
-	// (the CLI's run) never stats every interpreter's path.
+	// langs returns the installed languages, by name and alias, detected
+	// at its first call (a sync.OnceValue), not in New, so that a run of
+	// a program (the CLI's run) never stats every interpreter's path.
 	langs func() map[string]Language
 	pool  *pool // prepared sandboxes; nil = none
 

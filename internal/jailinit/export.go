@@ -1,5 +1,7 @@
 package jailinit
 
+import "io"
+
 // What the parent (package nsjail) uses of the init's side: the two
 // channels' messages and constants. The names stay unexported inside
 // this package, where the init's code uses them.
@@ -35,7 +37,7 @@ var MarkNames = initMarks
 func MonotonicNS() int64 { return monotonicNS() }
 
 // WriteMsg sends one spec message (header and payload in one write).
-func WriteMsg(w interface{ Write([]byte) (int, error) }, payload []byte) error {
+func WriteMsg(w io.Writer, payload []byte) error {
 	return writeMsg(w, payload)
 }
 
