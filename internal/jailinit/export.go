@@ -44,14 +44,8 @@ func WriteMsg(w io.Writer, payload []byte) error {
 // Marshal encodes c for the spec pipe.
 func (c *initConfig) Marshal() []byte { return c.marshal() }
 
-// Unmarshal decodes a spec pipe message into c.
-func (c *initConfig) Unmarshal(b []byte) error { return c.unmarshal(b) }
-
 // Marshal encodes p for the spec pipe.
 func (p *programConfig) Marshal() []byte { return p.marshal() }
-
-// Unmarshal decodes a spec pipe message into p.
-func (p *programConfig) Unmarshal(b []byte) error { return p.unmarshal(b) }
 
 // Marshal encodes st as one status packet.
 func (st *initStatus) Marshal() []byte { return st.marshal() }

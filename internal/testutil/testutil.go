@@ -235,10 +235,6 @@ const DelegatedEnv = "AIRLOCK_TEST_DELEGATED"
 // costs much under emulation, saying so in its log (GuestTrim).
 const GuestEnv = "AIRLOCK_TEST_GUEST"
 
-// InGuest reports whether this run is one of the cgroup v2 guest's passes
-// (GuestEnv "1", or "full" in scripts/test --long).
-func InGuest() bool { v := os.Getenv(GuestEnv); return v == "1" || v == "full" }
-
 // GuestTrim reports whether a test may leave to the host passes what
 // cannot differ in the guest: in the guest's CI-tier passes (GuestEnv
 // "1"), not in scripts/test --long's ("full"), which run everything.
