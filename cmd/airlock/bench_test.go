@@ -68,14 +68,21 @@ type benchRow struct {
 	required bool
 	failed   string
 	times    map[string][]time.Duration // by payload name
-	runs     int                        // throughput: runs done
-	busy     time.Duration              // throughput: wall time they took
+	// prefix and env: a command row's command, before the payload.
+	prefix, env []string
+	// cpu: a command row's CPU time per run of /bin/true, user and
+	// system, of the command and every process it started, as the
+	// benchmark's reaper counts them (benchReaper), in runs of their own.
+	cpu  []cpuTime
+	runs int           // throughput: runs done
+	busy time.Duration // throughput: wall time they took
 }
 
 // commandRow runs prefix+payload as a host command with env, output
 // discarded (collected only to explain a failure).
 func commandRow(name, key string, env, prefix []string) *benchRow {
-	return &benchRow{name: name, key: key, run: func(ctx context.Context, payload []string) error {
+	r := &benchRow{name: name, key: key, prefix: prefix, env: env}
+	r.run = func(ctx context.Context, payload []string) error {
 		argv := append(slices.Clip(prefix), payload...)
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Env = env
@@ -87,7 +94,27 @@ func commandRow(name, key string, env, prefix []string) *benchRow {
 			return fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, firstLine(out))
 		}
 		return nil
-	}}
+	}
+	return r
+}
+
+// cpuTime is one run's user and system CPU time.
+type cpuTime struct{ user, sys time.Duration }
+
+// meanCPU is the mean user and system time of the row's /bin/true runs,
+// in milliseconds; ok is false for a row without them (bare has no
+// prefix; the library's rows run in this process).
+func (r *benchRow) meanCPU() (user, sys float64, ok bool) {
+	if len(r.cpu) == 0 {
+		return 0, 0, false
+	}
+	var u, s time.Duration
+	for _, c := range r.cpu {
+		u += c.user
+		s += c.sys
+	}
+	n := float64(len(r.cpu))
+	return float64(u.Microseconds()) / 1000 / n, float64(s.Microseconds()) / 1000 / n, true
 }
 
 // executeRow runs the payload with ex.Execute under the default policy.
@@ -102,6 +129,71 @@ func executeRow(name, key string, ex *executor.Executor) *benchRow {
 		}
 		return nil
 	}}
+}
+
+// benchReaperEnv makes the test binary benchReaper (TestMain).
+const benchReaperEnv = "AIRLOCK_BENCH_REAPER"
+
+// measureCPU runs the row's /bin/true once under benchReaper and records
+// its CPU time.
+func (r *benchRow) measureCPU(ctx context.Context) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, append(slices.Clip(r.prefix), benchPayloads[0].argv...)...)
+	cmd.Env = append(slices.Clip(r.env), benchReaperEnv+"=1")
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("the benchmark's reaper: %v: %s", err, firstLine(out))
+	}
+	var c cpuTime
+	if _, err := fmt.Sscanf(string(out), "%d %d", &c.user, &c.sys); err != nil {
+		return fmt.Errorf("the benchmark's reaper said %q: %v", out, err)
+	}
+	r.cpu = append(r.cpu, c)
+	return nil
+}
+
+// benchReaper runs argv as a child subreaper: every process the command
+// starts that outlives its parent is reparented here and reaped, so
+// RUSAGE_CHILDREN counts all of them. That matters for bwrap, whose
+// outer process exits without waiting for its sandbox's pid 1 (which
+// does the mounts and the teardown): hyperfine's User and System
+// columns count what the command waited for, and miss that process.
+// It prints the children's user and system time in nanoseconds.
+func benchReaper(argv []string) int {
+	if len(argv) == 0 {
+		return 2
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	for {
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.ECHILD {
+			break
+		}
+		if err != nil && err != unix.EINTR {
+			fmt.Println(err)
+			return 1
+		}
+	}
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_CHILDREN, &ru); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println(ru.Utime.Nano(), ru.Stime.Nano())
+	return 0
 }
 
 func firstLine(b []byte) string {
@@ -326,6 +418,16 @@ func BenchmarkColdStart(b *testing.B) {
 		}
 	}
 
+	// CPU time, in runs of its own: each command row's /bin/true under
+	// the benchmark's reaper, interleaved.
+	for range rounds {
+		for _, r := range live {
+			if r.failed == "" && r.prefix != nil {
+				r.fail(b, r.measureCPU(ctx))
+			}
+		}
+	}
+
 	table := benchTable(rows, rounds, total, root, enforced)
 	for _, r := range rows {
 		if r.failed != "" || r.unavailable != "" {
@@ -338,6 +440,10 @@ func BenchmarkColdStart(b *testing.B) {
 			}
 		}
 		b.ReportMetric(r.rate(), r.key+"-runs/s")
+		if u, sys, ok := r.meanCPU(); ok {
+			b.ReportMetric(u, r.key+"-user-ms")
+			b.ReportMetric(sys, r.key+"-sys-ms")
+		}
 	}
 	b.ReportMetric(0, "ns/op") // an iteration mixes every row and payload
 	if path := os.Getenv(benchTableEnv); path != "" {
@@ -468,11 +574,40 @@ func benchTable(rows []*benchRow, rounds, runs int, root bool, enf nsjail.Enforc
 		}
 		fmt.Fprintf(&s, "| %.1f |\n", r.rate())
 	}
+	s.WriteString(cpuTable(rows))
 	fmt.Fprintf(&s, "\nairlock enforced: namespaces %s, uid map %q, rootfs %s, seccomp %s (%d rules), limits %s, capabilities %s, no_new_privs %v\n",
 		strings.Join(enf.Namespaces, ","), enf.UIDMap, enf.Rootfs, enf.Seccomp, enf.SeccompRules, enf.Limits,
 		enf.Capabilities, enf.NoNewPrivs)
 	for _, n := range notes {
 		s.WriteString(n + "\n")
+	}
+	return s.String()
+}
+
+// cpuTable is the CPU time per /bin/true run of the command rows, the
+// comparison hyperfine's User and System columns make, with ratios to
+// bwrap's (what issue 22's "system time within 2x bwrap's" asks about).
+func cpuTable(rows []*benchRow) string {
+	var s strings.Builder
+	var bwSys float64
+	for _, r := range rows {
+		if r.key == "bwrap" && r.failed == "" {
+			_, bwSys, _ = r.meanCPU()
+		}
+	}
+	s.WriteString("\nCPU time per run of /bin/true (means of runs of their own; the command and every process it started, which the benchmark reaps as a subreaper: hyperfine's User and System count only what the command waited for, and bwrap does not wait for its sandbox's pid 1; kernel threads' work, such as a network namespace's cleanup, is in no process's time):\n\n")
+	s.WriteString("| sandbox | user ms | system ms | user+system ms | system vs bwrap |\n")
+	s.WriteString("|---|---|---|---|---|\n")
+	for _, r := range rows {
+		u, sys, ok := r.meanCPU()
+		if !ok || r.failed != "" {
+			continue
+		}
+		ratio := ""
+		if bwSys > 0 {
+			ratio = fmt.Sprintf("%.2fx", sys/bwSys)
+		}
+		fmt.Fprintf(&s, "| %s | %.2f | %.2f | %.2f | %s |\n", r.name, u, sys, u+sys, ratio)
 	}
 	return s.String()
 }

@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("AIRLOCK_TEST_AS_CLI") == "1" {
 		os.Exit(process(os.Args[1:]))
 	}
+	if os.Getenv(benchReaperEnv) == "1" {
+		os.Exit(benchReaper(os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
 
