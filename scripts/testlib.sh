@@ -186,6 +186,11 @@ vm_boots() {
   # run; the VM's limit is for the pass as a whole.
   # 10 minutes a binary: cmd/airlock takes about 4 in the guest.
   export VMRUN_TIMEOUT=${AIRLOCK_VM_TIMEOUT:-3000}
+  # The guest writes a line as each binary ends, so a healthy one is never
+  # silent much longer than a binary's timeout; one that is has stalled
+  # (one boot did, before its first binary: 27 minutes without a line),
+  # and the second boot can start then rather than at VMRUN_TIMEOUT.
+  export VMRUN_IDLE_TIMEOUT=${AIRLOCK_VM_IDLE:-900}
   test_timeout=10m pass_env=$guest_env vm_boot vm-root "$1"
   test_timeout=10m pass_env="$guest_env AIRLOCK_TEST_DELEGATED=1" vm_boot vm-rootless "$1" "$root/scripts/vm-delegated"
 }
