@@ -239,6 +239,10 @@ func TestEgressPip(t *testing.T) {
 	ex := newEgressExecutor(t, executor.Config{})
 	p := egressPolicy(fmt.Sprintf("127.0.0.1:%d", s.pport))
 	p.Setenv = map[string]string{"NO_PROXY": "", "no_proxy": ""} // the index is on the host's 127.0.0.1
+	// 300 s, not egressPolicy's 60: pip takes 0.9 s here, but over 60 s
+	// in the emulated cgroup v2 guest while the host's race phase shares
+	// its two CPUs (a clean-clone CI run timed out so, with no output).
+	p.Timeout = policy.Duration(300 * time.Second)
 	script := fmt.Sprintf(`python3 -m pip install -q --disable-pip-version-check --no-cache-dir --index-url http://127.0.0.1:%d/simple --target /workspace/lib airlock-egress-probe &&
 PYTHONPATH=/workspace/lib python3 -c 'import airlock_egress_probe; print(airlock_egress_probe.VALUE)'`, s.pport)
 	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", script}, Policy: p})
