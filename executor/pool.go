@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
 // PoolConfig configures an Executor's warm pool: sandboxes prepared ahead
@@ -25,7 +27,9 @@ type PoolConfig struct {
 	// Policy is what the pooled sandboxes are prepared for. A request
 	// runs in a prepared sandbox when its policy builds the same jail
 	// (filesystem, network, identity, cgroup limits) with the same
-	// seccomp filter (the prepared init has loaded it already); the
+	// seccomp filter (with Config.SpawnPath and a filter that allows
+	// nsjail.ReaperSyscalls, the prepared sandbox has loaded it and
+	// started its reaper already: nsjail.Spec.ReaperWaits); the
 	// program's part (timeout, CPU time, environment, rlimits, output
 	// caps) may differ per request. Other requests, sessions and the
 	// process backend run cold, as without a pool.
@@ -62,6 +66,9 @@ type pool struct {
 	fit     map[string]bool // policy JSON -> fits
 
 	warmN, coldN, failN atomic.Int64
+	// reaperWaits: the pool's filter allows what a waiting reaper does
+	// under it (reaperMayWait), so its sandboxes start their reaper ahead.
+	reaperWaits bool
 }
 
 // warm is one prepared sandbox with the workspace and cgroup it owns.
@@ -92,6 +99,7 @@ func newPool(e *Executor, cfg PoolConfig) (*pool, error) {
 		os.Remove(keyDir)
 		return nil, err
 	}
+	p.reaperWaits = reaperMayWait(cfg.Policy.Seccomp)
 	for range cfg.Size {
 		p.tokens <- struct{}{}
 	}
@@ -101,6 +109,25 @@ func newPool(e *Executor, cfg PoolConfig) (*pool, error) {
 		go p.refill()
 	}
 	return p, nil
+}
+
+// reaperMayWait reports whether a pool's sandboxes may start their reaper
+// before the request (nsjail.Spec.ReaperWaits): the reaper then makes
+// nsjail.ReaperSyscalls under the pool's filter. The default profile (or
+// none) allows them all; a rule naming one of them, or an imported
+// profile, may not: those pools start the reaper with the request.
+func reaperMayWait(s policy.Seccomp) bool {
+	if seccomp.Imported(s) {
+		return false
+	}
+	for _, r := range s.Rules {
+		for _, n := range r.Names {
+			if slices.Contains(nsjail.ReaperSyscalls, n) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // jail resolves a policy's jail against keyDir, for comparison.
@@ -187,6 +214,7 @@ func (p *pool) prepare() (*warm, error) {
 		ws.remove()
 		return nil, err
 	}
+	spec.ReaperWaits = p.reaperWaits
 	w := &warm{ws: ws}
 	if spec.CgroupLimits != nil {
 		if w.cg, err = p.e.cgroups.New(*spec.CgroupLimits); err != nil {
@@ -284,6 +312,14 @@ func (p *pool) execute(ctx context.Context, req Request, enf policy.Enforcement)
 		return nil, true, err
 	}
 	spec.Cgroup = w.cg
+	if !w.prep.Matches(&spec) {
+		// A program its waiting reaper cannot take (nsjail.Prepared's
+		// Matches: megabytes of arguments, a NUL in one): cold, as
+		// before the pool. The sandbox goes with the deferred cleanup.
+		p.warmN.Add(-1)
+		p.coldN.Add(1)
+		return nil, false, nil
+	}
 	jres, err := w.prep.Run(ctx, spec)
 	if jres != nil {
 		record(jres, enf)

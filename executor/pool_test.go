@@ -191,6 +191,64 @@ func TestWarmPoolLateFilter(t *testing.T) {
 	}
 }
 
+// With a reaper, a pool of the default profile starts it ahead: pid 1 is
+// the waiting reaper (its command line), and the run is warm. A pool
+// whose filter names a call the waiting reaper makes (chdir, denied)
+// starts it with the request, and that filter still holds for the
+// program. A program the waiting reaper cannot take (a NUL in an
+// argument) runs cold, with the cold path's outcome.
+func TestWarmPoolWaitingReaper(t *testing.T) {
+	testutil.RequireUserNS(t)
+	spawn := testutil.RequireReaper(t)
+	denyChdir := policy.Default()
+	denyChdir.Seccomp.Rules = []policy.SyscallRule{{Names: []string{"chdir"}, Action: policy.ActErrno, Errno: int(unix.EPERM)}}
+	pid1 := `head -c 18 /proc/1/cmdline | tr '\0' ' '; cd /tmp 2>/dev/null; echo " $?"`
+	for _, c := range []struct {
+		name string
+		pol  policy.Policy
+		want string
+	}{
+		{"default", policy.Default(), "airlock-reaper 4 w 0\n"},
+		{"chdir denied", denyChdir, "airlock-reaper 4 0 2\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t), SpawnPath: spawn, Pool: executor.PoolConfig{Size: 1, Policy: c.pol}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ex.Close()
+			full := func() {
+				if !testutil.WaitFor(time.Minute, func() bool { return ex.PoolStats().Ready == 1 }) {
+					t.Fatalf("pool never filled: %+v", ex.PoolStats())
+				}
+			}
+			full()
+			res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", pid1}, Policy: c.pol})
+			if err != nil || res.Status != nsjail.StatusOK {
+				t.Fatalf("%v %+v", err, res)
+			}
+			if res.Stdout != c.want || ex.PoolStats().Warm != 1 {
+				t.Errorf("pid 1 and cd: %q, want %q; %+v", res.Stdout, c.want, ex.PoolStats())
+			}
+			full()
+			nul := executor.Request{Args: []string{"/bin/echo", "a\x00b"}, Policy: c.pol}
+			_, warmErr := ex.Execute(t.Context(), nul)
+			cold, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t), SpawnPath: spawn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cold.Close()
+			_, coldErr := cold.Execute(t.Context(), nul)
+			if warmErr == nil || coldErr == nil || warmErr.Error() != coldErr.Error() {
+				t.Errorf("a NUL in an argument: pooled %v, cold %v", warmErr, coldErr)
+			}
+			if st := ex.PoolStats(); c.name == "default" && (st.Warm != 1 || st.Cold != 1) {
+				t.Errorf("the waiting reaper took a NUL argument, or the pool lost count: %+v", st)
+			}
+		})
+	}
+}
+
 func normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func js(v any) string { b, _ := json.Marshal(v); return string(b) }

@@ -23,3 +23,7 @@ func SendToDeadInit(spec Spec, program bool) error {
 	}
 	return s.build(c, false)
 }
+
+// PreparedWaits reports whether p's reaper waits for its program
+// (Spec.ReaperWaits).
+func PreparedWaits(p *Prepared) bool { return p.waits }

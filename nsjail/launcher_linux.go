@@ -60,6 +60,7 @@ type Sandbox struct {
 	outs        []*outPipe    // the program's output pipes (outpipe_linux.go)
 	programSent bool          // the program went with the spec (build)
 	reaper      bool          // the init inherits the reaper (initConfig.Reaper)
+	waits       bool          // the reaper waits for its program (Spec.ReaperWaits, with reaper)
 	lastCap     int           // the kernel's last capability (initConfig.LastCap; ambient caps)
 	cpuBase     time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
 	egressLn    net.Listener  // net allow: the init's listener, until served (under mu)
@@ -236,6 +237,7 @@ func (s *Sandbox) launch() (*initChannels, error) {
 		reaper := os.NewFile(uintptr(fd), "reaper")
 		defer reaper.Close()
 		s.reaper = true
+		s.waits = s.spec.ReaperWaits
 		inherit = func(tasks []*os.File) []*os.File { return append(slices.Clip(tasks), reaper) }
 	}
 	specR, specW, err := os.Pipe()
@@ -297,6 +299,7 @@ func (s *Sandbox) initPhases(marks []int64) {
 func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	cfg := initConfigFor(s.spec)
 	cfg.JoinCgroup, cfg.Reaper, cfg.LastCap = s.joins, s.reaper, s.lastCap
+	cfg.ReaperWaits = s.waits && ahead
 	// Placed by pid (v2 where clone3 was refused) before the spec: from
 	// its first step on, the init is in its final cgroup (its cgroup
 	// namespace is rooted there), as when born there or moving itself.
@@ -318,6 +321,15 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	if !ahead {
 		if err := s.sendProgram(c); err != nil {
 			return err
+		}
+	}
+	// A reaper that waits gets its filter now, with the spec, and the
+	// init goes on from "prepared" to the reaper's exec; the pipe stays
+	// open for the request's program, which the reaper reads.
+	if cfg.ReaperWaits {
+		pc := jailinit.Program{Seccomp: s.spec.Seccomp}
+		if err := jailinit.WriteMsg(c.specW, pc.Marshal()); err != nil {
+			return s.sendFailed("send filter", c, err)
 		}
 	}
 	err := s.awaitPrepared(c.statusR)
@@ -363,6 +375,10 @@ func (s *Sandbox) run(c *initChannels) error {
 // sendProgram writes the program to the init and closes the spec pipe.
 func (s *Sandbox) sendProgram(c *initChannels) error {
 	pc := programConfigFor(s.spec)
+	if s.waits {
+		// To the reaper: its filter is loaded, and it has no terminal.
+		pc.Seccomp, pc.TTY = nil, false
+	}
 	if err := jailinit.WriteMsg(c.specW, pc.Marshal()); err != nil {
 		return s.sendFailed("send program", c, err)
 	}

@@ -4,12 +4,14 @@ package nsjail
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,8 +36,47 @@ type Prepared struct {
 	stdout *lateWriter
 	stderr *lateWriter
 
+	// waits: the reaper runs already, with filter, the preparation's
+	// Seccomp, loaded (Spec.ReaperWaits).
+	waits  bool
+	filter *seccomp.Filter
+
 	mu   sync.Mutex
 	used bool
+}
+
+// ReaperSyscalls are the calls the sandbox's reaper makes under the
+// program's filter when it waits for its program (Spec.ReaperWaits); a
+// filter must allow each, whatever its arguments, for a prepared sandbox
+// to start its reaper ahead.
+var ReaperSyscalls = []string{"execve", "rt_sigprocmask", "prctl", "fcntl", "pipe2", "mmap", "read", "close",
+	"clone", "setsid", "prlimit64", "chdir", "statx", "write", "exit_group", "wait4", "sendto", "rt_sigtimedwait", "kill"}
+
+// Bounds of the waiting reaper's program message (cmd/airlock-spawn:
+// MAXMSG, MAXSTRS, MAXRLIMITS).
+const (
+	reaperMaxMsg     = 4 << 20
+	reaperMaxStrings = 1 << 17
+	reaperMaxRlimits = 16
+)
+
+// reaperFits reports whether the waiting reaper can take spec's program:
+// within its bounds, and no NUL in a string (the init would refuse those
+// at its exec with EINVAL; a cold start reports that as it always did).
+func reaperFits(spec *Spec) bool {
+	if len(spec.Args)+len(spec.Env) > reaperMaxStrings || len(spec.Rlimits) > reaperMaxRlimits || spec.TTY != nil {
+		return false
+	}
+	size := len(or(spec.Dir, "/workspace")) + 64 + 24*len(spec.Rlimits)
+	for _, l := range [][]string{spec.Args, spec.Env} {
+		for _, a := range l {
+			if strings.IndexByte(a, 0) >= 0 {
+				return false
+			}
+			size += len(a) + binary.MaxVarintLen64
+		}
+	}
+	return size <= reaperMaxMsg && strings.IndexByte(spec.Dir, 0) < 0
 }
 
 // Prepare builds a sandbox from spec up to, not including, its program.
@@ -52,6 +93,7 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	if err := check.validate(); err != nil {
 		return nil, err
 	}
+	filter := spec.Seccomp
 	spec.Args, spec.Env, spec.Rlimits, spec.Seccomp, spec.Egress = nil, nil, nil, nil, nil
 	spec.Stdin, spec.Stdout, spec.Stderr = nil, nil, nil
 	stdinR, stdinW, err := os.Pipe()
@@ -59,6 +101,11 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		return nil, &policy.SetupError{Stage: "pipe", Err: err}
 	}
 	p := &Prepared{stdinW: stdinW, stdout: &lateWriter{}, stderr: &lateWriter{}}
+	if spec.ReaperWaits {
+		// Kept for build, which sends it with the spec (launch decides
+		// whether there is a reaper to wait).
+		spec.Seccomp = filter
+	}
 	// The streams are the init's from its clone on; the request's own are
 	// connected to them at Start.
 	spec.Stdin, spec.Stdout, spec.Stderr = stdinR, p.stdout, p.stderr
@@ -71,6 +118,8 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		return nil, err
 	}
 	p.c = c
+	p.waits = s.waits
+	p.filter = filter
 	// Cancelling ctx kills the init while it is being prepared; once
 	// stop has returned true, it never will.
 	stop := context.AfterFunc(ctx, func() { s.cancelled(ctx) })
@@ -102,6 +151,9 @@ func (p *Prepared) Pid() int { return p.s.Pid() }
 // p; its filter, like the rest of its program, comes with it.
 func (p *Prepared) Matches(spec *Spec) bool {
 	// (Its stdio are pipes made at its preparation: never a terminal.)
+	if p.waits && !(SameFilter(p.filter, spec.Seccomp) && reaperFits(spec)) {
+		return false
+	}
 	return SameJail(p.s.spec, spec) && p.s.spec.Cgroup == spec.Cgroup && spec.TTY == nil
 }
 

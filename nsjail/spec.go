@@ -119,6 +119,16 @@ type Spec struct {
 	// reaper's cost): the kernel then drops the default-action signals
 	// it sends itself, as without a SpawnPath.
 	NoReaper bool
+	// ReaperWaits is for Prepare: the prepared sandbox loads Seccomp and
+	// execs its reaper before the request comes, and the reaper then
+	// starts the request's program itself (rlimits, working directory,
+	// PATH lookup and exec, in the init's order): a request skips the
+	// filter's load and the reaper's exec. The reaper makes those calls
+	// under the filter, so set it only for a filter that allows every one
+	// of ReaperSyscalls without condition (the default profile does).
+	// Start then takes only a spec with the same filter. Without a reaper
+	// it does nothing.
+	ReaperWaits bool
 	// Logger receives lifecycle events (never payload data). nil = none.
 	Logger *slog.Logger
 }

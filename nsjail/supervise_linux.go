@@ -177,6 +177,10 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 		if st.Prepared && untilPrepared {
 			return nil
 		}
+		if st.Msg == "" && st.Errno != 0 {
+			// The waiting reaper names no errno (no libc): we do.
+			st.Msg = syscall.Errno(st.Errno).Error()
+		}
 		return &policy.SetupError{Stage: st.Stage, Err: s.initFailure(st)}
 	}
 	// EOF. After "ready" it means exec'd, but a reaper reports "started"

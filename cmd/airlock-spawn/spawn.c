@@ -54,6 +54,7 @@
 #include <linux/resource.h>
 #include <linux/sched.h>
 #include <linux/signal.h>
+#include <linux/stat.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 
@@ -277,9 +278,23 @@ struct clone_args3 {
 // sigtimedwait: no handlers. It forwards each signal to the program's
 // process group (the program leads a session of its own), reaps every
 // process that ends, and reports on STATUSFD in the init's status form
-// (internal/jailinit/wire.go, version 6): {started} once the program was exec'd, or
+// (internal/jailinit/wire.go, version 7): {started} once the program was exec'd, or
 // {stage "exec", errno} if it could not be; {ended, wait status} when it
 // ends, and then exits. Single-threaded, about ten KiB resident.
+//
+// The waiting reaper: argv {"airlock-reaper", STATUSFD, "w", PROGFD}, no
+// environment. A warm pool's prepared sandbox execs it before its request
+// arrives (initConfig.ReaperWaits), with the pool's filter loaded, so that
+// a request skips the filter's load and this exec. It reads the program
+// from PROGFD, the spec pipe, to its EOF: one message in programConfig's
+// form (wire.go: argv, environment, working directory, rlimits; no filter,
+// no terminal). The child then does what the init does for a cold
+// program, in the init's order: rlimits, chdir, the PATH lookup (as
+// lookPath in internal/jailinit/init_linux.go), exec; a failed step is
+// reported as the init reports it ({stage "setrlimit", "chdir" or "exec",
+// errno}, no message: the supervisor names the errno). All of this runs
+// under the filter: the executor lets a pool's sandboxes wait only when
+// its filter allows these calls (nsjail.ReaperSyscalls).
 
 // forwardedSigs: SIGHUP INT QUIT USR1 USR2 ALRM TERM CONT TSTP TTIN TTOU
 // WINCH (internal/jailinit/reaper_linux.go names the same).
@@ -304,12 +319,14 @@ static unsigned char *wstr(unsigned char *p, const char *s, unsigned long max) {
 	return p;
 }
 
+#define WIRE_VERSION 7
+
 // status sends one init status message: started, or ended with the wait
 // status ws, or a failed stage with its errno (a negative return value)
 // and what (the message).
 static void status(int fd, int started, int ended, unsigned ws, const char *stage, long err, const char *what) {
 	unsigned char m[4200], *p = m;
-	*p++ = 6;                                    // wireVersion
+	*p++ = WIRE_VERSION;
 	*p++ = 0, *p++ = 0, *p++ = 0;                // ready, prepared, listener
 	*p++ = (unsigned char)started, *p++ = (unsigned char)ended;
 	p = uvarint(p, ws);
@@ -326,9 +343,187 @@ static void status(int fd, int started, int ended, unsigned ws, const char *stag
 			return;
 }
 
+static int equal(const char *a, const char *b) {
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+// A child's failed step, as it tells the reaper on its error pipe.
+enum { CHILD_EXEC, CHILD_SETRLIMIT, CHILD_CHDIR };
+static const char *const childStage[] = {"exec", "setrlimit", "chdir"};
+
+// The waiting reaper's program (parse). Bounds: the message, and the
+// strings of argv and the environment together; the supervisor sends
+// nothing larger (nsjail.reaperFits), and execve refuses far less.
+// They are mapped by the waiting reaper only (mapBuffers), not in this
+// binary's bss: a reaper exec'd under the program's RLIMIT_DATA (the
+// rlimit-only backend) would be refused a large one.
+#define MAXMSG (4UL << 20)
+#define MAXSTRS (1UL << 17)
+#define MAXRLIMITS 16
+static unsigned char *msg;
+static char *strs, **ptrs;
+
+static long mapBuffers(void) {
+	unsigned long size = MAXMSG + (MAXMSG + MAXSTRS) + (MAXSTRS + 2) * sizeof(char *);
+	long a = sys6(__NR_mmap, 0, (long)size, 3 /* PROT_READ|PROT_WRITE */, 0x22 /* MAP_PRIVATE|MAP_ANONYMOUS */, -1, 0);
+	if (a < 0 && a > -4096)
+		return a;
+	msg = (unsigned char *)a;
+	strs = (char *)(msg + MAXMSG);
+	ptrs = (char **)(strs + MAXMSG + MAXSTRS);
+	return 0;
+}
+
+struct program {
+	char **argv, **envp, *dir;
+	unsigned long nrl;
+	struct {
+		unsigned long resource, cur, max;
+	} rl[MAXRLIMITS];
+};
+
+// getuv reads a uvarint at *p (before end) into *v; 0 if there is none.
+static int getuv(const unsigned char **p, const unsigned char *end, unsigned long *v) {
+	unsigned long x = 0;
+	for (int shift = 0; *p < end && shift < 64; shift += 7) {
+		unsigned char b = *(*p)++;
+		x |= (unsigned long)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+// getstr copies a length-prefixed string at *p to *o, NUL-terminated
+// (one with a NUL inside cannot be an argument: 0).
+static int getstr(const unsigned char **p, const unsigned char *end, char **o) {
+	unsigned long n;
+	if (!getuv(p, end, &n) || n > (unsigned long)(end - *p))
+		return 0;
+	for (unsigned long i = 0; i < n; i++) {
+		if (!(*p)[i])
+			return 0;
+		*(*o)++ = (char)(*p)[i];
+	}
+	*(*o)++ = 0;
+	*p += n;
+	return 1;
+}
+
+// parse decodes msg[0:n], programConfig as wire.go writes it: a 4-byte
+// little-endian length, the version, argv and the environment (counts and
+// strings), the working directory, the rlimits (zigzag resource, cur,
+// max), no filter, no terminal; nothing after. 0, or -EINVAL.
+static long parse(unsigned long n, struct program *pg) {
+	const unsigned char *p = msg, *end = msg + n;
+	char *o = strs, **q = ptrs;
+	unsigned long v;
+	if (n < 5 || (msg[0] | msg[1] << 8 | msg[2] << 16 | (unsigned long)msg[3] << 24) != n - 4 || msg[4] != WIRE_VERSION)
+		return -22;
+	p += 5;
+	for (int list = 0; list < 2; list++) {
+		if (!getuv(&p, end, &v) || v > (unsigned long)(ptrs + MAXSTRS - q) || (list == 0 && v == 0))
+			return -22;
+		if (list == 0)
+			pg->argv = q;
+		else
+			pg->envp = q;
+		for (; v > 0; v--) {
+			*q++ = o;
+			if (!getstr(&p, end, &o))
+				return -22;
+		}
+		*q++ = 0;
+	}
+	pg->dir = o;
+	if (!getstr(&p, end, &o) || !getuv(&p, end, &pg->nrl) || pg->nrl > MAXRLIMITS)
+		return -22;
+	for (unsigned long i = 0; i < pg->nrl; i++) {
+		if (!getuv(&p, end, &v) || !getuv(&p, end, &pg->rl[i].cur) || !getuv(&p, end, &pg->rl[i].max) || (v & 1))
+			return -22;
+		pg->rl[i].resource = v >> 1;
+	}
+	// No filter (it is loaded), no terminal.
+	if (end - p != 2 || p[0] != 0 || p[1] != 0)
+		return -22;
+	return 0;
+}
+
+// executable: as the init's, stat (following links), not a directory,
+// some execute bit.
+static long executable(const char *path) {
+	struct statx sx;
+	long r = sys6(__NR_statx, -100 /* AT_FDCWD */, (long)path, 0, STATX_MODE, (long)&sx, 0);
+	if (r < 0)
+		return r;
+	if ((sx.stx_mode & 0170000) == 0040000 || (sx.stx_mode & 0111) == 0)
+		return -13; // EACCES
+	return 0;
+}
+
+static int startsWith(const char *s, const char *prefix) {
+	while (*prefix && *s == *prefix)
+		s++, prefix++;
+	return !*prefix;
+}
+
+// lookexec execs the program as the init's lookPath finds it: a name
+// with a slash as it is, if executable; else the first executable
+// DIR/NAME along the environment's (last) PATH, "" standing for ".",
+// /usr/local/bin:/usr/bin:/bin without one. It returns only on failure.
+static long lookexec(char **argv, char **envp) {
+	const char *file = argv[0];
+	long r;
+	for (const char *c = file; *c; c++)
+		if (*c == '/')
+			return (r = executable(file)) < 0 ? r : SYS(__NR_execve, file, argv, envp);
+	const char *path = "/usr/local/bin:/usr/bin:/bin";
+	for (char **e = envp; *e; e++)
+		if (startsWith(*e, "PATH="))
+			path = *e + 5;
+	static char buf[4096];
+	for (const char *d = path;; d++) {
+		const char *dir = d;
+		while (*d && *d != ':')
+			d++;
+		unsigned long dn = (unsigned long)(d - dir), fn = 0;
+		while (file[fn])
+			fn++;
+		if (dn == 0)
+			dir = ".", dn = 1;
+		// A candidate longer than a path can be fails its stat as the
+		// init's would (ENAMETOOLONG): skipped.
+		if (dn + 1 + fn < sizeof buf) {
+			char *b = buf;
+			for (unsigned long i = 0; i < dn; i++)
+				*b++ = dir[i];
+			*b++ = '/';
+			for (unsigned long i = 0; i <= fn; i++)
+				*b++ = file[i];
+			if (executable(buf) == 0)
+				return SYS(__NR_execve, buf, argv, envp);
+		}
+		if (!*d)
+			return -2; // ENOENT
+	}
+}
+
+// childFail tells the reaper which step failed and why, and ends.
+static void __attribute__((noreturn)) childFail(int errp, long stage, long err) {
+	long e[2] = {stage, err};
+	SYS(__NR_write, errp, e, sizeof e);
+	quit(127);
+}
+
 static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp) {
-	long fd = num(argv[1]), tty = num(argv[2]);
-	if (argc < 5 || fd < 3 || fd > 65535 || tty < 0 || tty > 1)
+	int waits = argc == 4 && equal(argv[2], "w");
+	long fd = argc >= 4 ? num(argv[1]) : -1, tty = waits ? 0 : argc >= 5 ? num(argv[2]) : -1;
+	long progfd = waits ? num(argv[3]) : -1;
+	if (fd < 3 || fd > 65535 || tty < 0 || tty > 1 || (waits && (progfd < 3 || progfd > 65535 || progfd == fd)))
 		quit(126);
 	int st = (int)fd;
 	unsigned long set = forwardedSigs | BIT(SIGCHLD), none = 0;
@@ -337,24 +532,55 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 	// ptrace us nor reach our memory or fds through /proc/1.
 	long r = SYS(__NR_prctl, PR_SET_DUMPABLE, 0, 0);
 	int errp[2];
-	if (r < 0 || (r = SYS(__NR_fcntl, st, F_SETFD, FD_CLOEXEC)) < 0 || (r = SYS(__NR_pipe2, errp, O_CLOEXEC, 0)) < 0) {
+	if (r < 0 || (r = SYS(__NR_fcntl, st, F_SETFD, FD_CLOEXEC)) < 0 || (waits && (r = SYS(__NR_fcntl, progfd, F_SETFD, FD_CLOEXEC)) < 0) ||
+	    (r = SYS(__NR_pipe2, errp, O_CLOEXEC, 0)) < 0) {
 		status(st, 0, 0, 0, "reaper", r, "airlock-reaper setup");
 		quit(1);
 	}
+	static struct program pg;
+	if (waits) {
+		// The request's program, or EOF: a sandbox discarded unused (the
+		// supervisor kills it anyway).
+		unsigned long n = 0;
+		if ((r = mapBuffers()) < 0) {
+			status(st, 0, 0, 0, "reaper", r, "airlock-reaper: buffers");
+			quit(1);
+		}
+		while (n < MAXMSG) {
+			r = SYS(__NR_read, progfd, msg + n, MAXMSG - n);
+			if (r == -4 /* EINTR */)
+				continue;
+			if (r <= 0)
+				break;
+			n += (unsigned long)r;
+		}
+		SYS(__NR_close, progfd, 0, 0);
+		if (n == 0 && r == 0)
+			quit(1);
+		if (r < 0 || (r = parse(n, &pg)) < 0) {
+			status(st, 0, 0, 0, "reaper", r < 0 ? r : -22, "airlock-reaper: the program message");
+			quit(1);
+		}
+	}
 	long child = SYS(__NR_clone, SIGCHLD, 0, 0); // a fork
 	if (child == 0) {
-		// The program: a session of its own, with its terminal (a pty of
-		// its own, never the caller's: --tty) as its controlling one, no
+		// The program: a session of its own (with its terminal, a pty of
+		// its own, never the caller's: --tty, as its controlling one), no
 		// blocked signal.
 		SYS(__NR_setsid, 0, 0, 0);
-		if (tty && (r = SYS(__NR_ioctl, 0, TIOCSCTTY, 0)) < 0) {
-			SYS(__NR_write, errp[1], &r, sizeof r);
-			quit(127);
+		if (waits) {
+			for (unsigned long i = 0; i < pg.nrl; i++)
+				if ((r = sys6(__NR_prlimit64, 0, (long)pg.rl[i].resource, (long)&pg.rl[i].cur, 0, 0, 0)) < 0)
+					childFail(errp[1], CHILD_SETRLIMIT, r);
+			if ((r = SYS(__NR_chdir, pg.dir, 0, 0)) < 0)
+				childFail(errp[1], CHILD_CHDIR, r);
+			sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof none, 0, 0);
+			childFail(errp[1], CHILD_EXEC, lookexec(pg.argv, pg.envp));
 		}
+		if (tty && (r = SYS(__NR_ioctl, 0, TIOCSCTTY, 0)) < 0)
+			childFail(errp[1], CHILD_EXEC, r);
 		sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof none, 0, 0);
-		r = SYS(__NR_execve, argv[3], argv + 4, envp);
-		SYS(__NR_write, errp[1], &r, sizeof r);
-		quit(127);
+		childFail(errp[1], CHILD_EXEC, SYS(__NR_execve, argv[3], argv + 4, envp));
 	}
 	SYS(__NR_close, errp[1], 0, 0);
 	if (child < 0) {
@@ -362,14 +588,18 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 		quit(1);
 	}
 	// EOF: the program was exec'd (errp is close-on-exec); else why not.
-	long e = 0;
+	long e[2] = {0, 0};
 	do
-		r = SYS(__NR_read, errp[0], &e, sizeof e);
+		r = SYS(__NR_read, errp[0], e, sizeof e);
 	while (r == -4 /* EINTR */);
 	SYS(__NR_close, errp[0], 0, 0);
 	if (r != 0) {
 		sys6(__NR_wait4, child, 0, __WALL, 0, 0, 0);
-		status(st, 0, 0, 0, "exec", r == sizeof e ? e : -5 /* EIO */, argv[3]);
+		if (r != sizeof e || e[0] < CHILD_EXEC || e[0] > CHILD_CHDIR)
+			e[0] = CHILD_EXEC, e[1] = -5; // EIO
+		// The waiting reaper's reports carry no message: the supervisor
+		// names the errno, as for the init's own reports.
+		status(st, 0, 0, 0, childStage[e[0]], e[1], waits ? "" : argv[3]);
 		quit(1);
 	}
 	status(st, 1, 0, 0, "", 0, "");
@@ -385,12 +615,6 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 		if (r > 0 && r != SIGCHLD && SYS(__NR_kill, -child, r, 0) == -3 /* ESRCH */)
 			SYS(__NR_kill, child, r, 0);
 	}
-}
-
-static int equal(const char *a, const char *b) {
-	while (*a && *a == *b)
-		a++, b++;
-	return *a == *b;
 }
 
 void start(long *sp) {

@@ -151,12 +151,26 @@ func runInit(started int64) error {
 		return err
 	}
 	m = m[:0]
-	// 7. The program: what runs, its limits and its filter.
-	prog, err := readProgram(spec)
+	// 7. The program: what runs, its limits and its filter. (A reaper
+	// that waits gets only the filter here: the request's program goes to
+	// the reaper, which does step 8 itself, in the same order.)
+	prog, err := readProgram(spec, cfg.ReaperWaits)
 	if err := stage("read program", err); err != nil {
 		return err
 	}
 	m.take()
+	if cfg.ReaperWaits {
+		listener, err := loadFilter(prog.Seccomp)
+		if err != nil {
+			return err
+		}
+		// No marks: they were taken before the request, whose phases
+		// count from its start.
+		if err := stage("report ready", reportReady(nil, listener)); err != nil {
+			return err
+		}
+		return execWaitingReaper(reaperFD(cfg))
+	}
 	// 8. Its rlimits, working directory and binary.
 	argv0, err := programSettings(&prog)
 	if err != nil {
@@ -192,11 +206,15 @@ func reaperFD(cfg *initConfig) int {
 }
 
 // readProgram reads the program's part of the spec (fd 3's second
-// message).
-func readProgram(spec io.Reader) (programConfig, error) {
+// message): with filterOnly (ReaperWaits), just the filter.
+func readProgram(spec io.Reader, filterOnly bool) (programConfig, error) {
 	var prog programConfig
 	err := readSpec(spec, "program", &prog)
-	if err == nil && len(prog.Args) == 0 {
+	switch {
+	case err != nil:
+	case filterOnly && (len(prog.Args) > 0 || len(prog.Env) > 0 || prog.Dir != "" || len(prog.Rlimits) > 0 || prog.TTY):
+		err = errors.New("a waiting reaper's spec carries a program")
+	case !filterOnly && len(prog.Args) == 0:
 		err = errors.New("spec has no program")
 	}
 	return prog, err

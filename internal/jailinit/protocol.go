@@ -32,7 +32,11 @@ import (
 //	                                              capabilities, no_new_privs,
 //	                                              Landlock
 //	fd 4: read until "prepared"         <-----  {prepared, marks}
-//	      [a prepared sandbox of a warm pool waits here for a request]
+//	      [a prepared sandbox of a warm pool waits here for a request;
+//	       one whose reaper waits (ReaperWaits) got its filter with the
+//	       spec: it loads it, reports {ready, listener} and execs the
+//	       reaper, which waits on fd 3; the request's programConfig goes
+//	       to the reaper, and is read by Start after that "ready"]
 //	[warm: write programConfig, close]  ----->  read it
 //	                                             rlimits, chdir, lookup
 //	                                             seccomp (if it carries one)
@@ -99,6 +103,13 @@ type initConfig struct {
 	// drops its bounding set from 0 to LastCap, and checks that the
 	// kernel knows no capability past it.
 	LastCap int
+	// ReaperWaits (with Reaper; a warm pool's prepared sandbox): the
+	// programConfig that follows the spec carries only the filter, sent
+	// with the spec. The init loads it right after its "prepared" report,
+	// reports "ready" and execs the reaper, which waits for the request's
+	// program on the spec pipe (programConfig without filter or terminal)
+	// and does its rlimits, chdir and lookup itself (reaper_linux.go).
+	ReaperWaits bool
 }
 
 // programConfig is the part of the spec applied just before exec: what

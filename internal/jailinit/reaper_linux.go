@@ -3,6 +3,7 @@
 package jailinit
 
 import (
+	"errors"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -33,6 +34,12 @@ import (
 // The filter must allow what the reaper does after it: clone (a plain
 // fork), execve, wait4, kill, rt_sigtimedwait, prctl, pipe2 and a few
 // more. The default profile and every preset do.
+//
+// A warm pool's prepared sandbox may exec its reaper before the request
+// (initConfig.ReaperWaits, execWaitingReaper): the reaper then reads the
+// program from the spec pipe and sets its rlimits, working directory and
+// lookup in the child, under the filter; nsjail.ReaperSyscalls lists
+// what it calls, which a pool's filter must allow for that.
 
 // forwardedSigs are what the reaper passes on to the program's process
 // group: what a caller (the supervisor, with kill(2) on the init's host
@@ -41,15 +48,41 @@ import (
 var forwardedSigs = []unix.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGALRM,
 	unix.SIGTERM, unix.SIGCONT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU, unix.SIGWINCH, unix.SIGCHLD}
 
-// execReaper execs the reaper from reaperFD with the status socket; the
-// reaper starts the program argv0 (and reports "started", or why not).
-// It returns only on failure.
-func execReaper(argv0 string, prog *programConfig, reaperFD int) error {
+// execWaitingReaper execs the reaper from reaperFD with the status
+// socket and the spec pipe, on which it waits for its program (see
+// initConfig.ReaperWaits); it returns only on failure. No environment:
+// the program's comes with it.
+func execWaitingReaper(reaperFD int) error {
+	if reaperFD < 0 {
+		return stage("exec reaper", errors.New("a waiting reaper without a reaper"))
+	}
+	if err := blockForwarded(); err != nil {
+		return stage("exec reaper", err)
+	}
+	for _, fd := range []int{statusFD, specFD} {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
+			return stage("exec reaper", err)
+		}
+	}
+	argv := []string{"airlock-reaper", strconv.Itoa(statusFD), "w", strconv.Itoa(specFD)}
+	return stage("exec reaper", unix.Exec("/proc/self/fd/"+strconv.Itoa(reaperFD), argv, nil))
+}
+
+// blockForwarded blocks the forwarded signals (and SIGCHLD) on this
+// thread, which execs the reaper: one sent meanwhile waits for it.
+func blockForwarded() error {
 	var set unix.Sigset_t
 	for _, s := range forwardedSigs {
 		set.Val[(s-1)/64] |= 1 << ((uint(s) - 1) % 64)
 	}
-	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil); err != nil {
+	return unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil)
+}
+
+// execReaper execs the reaper from reaperFD with the status socket; the
+// reaper starts the program argv0 (and reports "started", or why not).
+// It returns only on failure.
+func execReaper(argv0 string, prog *programConfig, reaperFD int) error {
+	if err := blockForwarded(); err != nil {
 		return stage("exec reaper", err)
 	}
 	if _, err := unix.FcntlInt(statusFD, unix.F_SETFD, 0); err != nil {

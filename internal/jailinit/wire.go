@@ -35,8 +35,9 @@ import (
 // programConfig.TTY, initStatus.Started, Ended and WaitStatus (the
 // reaper's; cmd/airlock-spawn writes its reports in this form too).
 // Version 6: initConfig.LastCap (the parent reads cap_last_cap, not the
-// init).
-const wireVersion = 6
+// init). Version 7: initConfig.ReaperWaits (the waiting reaper reads its
+// program in programConfig's form: cmd/airlock-spawn decodes it too).
+const wireVersion = 7
 
 // writeMsg sends one message: header and payload in a single write.
 func writeMsg(w io.Writer, payload []byte) error {
@@ -237,6 +238,7 @@ func (c *initConfig) marshal() []byte {
 	e.int(int64(c.EgressPort))
 	e.bool(c.Reaper)
 	e.int(int64(c.LastCap))
+	e.bool(c.ReaperWaits)
 	return e.b
 }
 
@@ -259,6 +261,7 @@ func (c *initConfig) unmarshal(b []byte) error {
 	c.EgressPort = d.smallInt()
 	c.Reaper = d.bool()
 	c.LastCap = d.smallInt()
+	c.ReaperWaits = d.bool()
 	return d.end()
 }
 
