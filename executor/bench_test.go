@@ -151,6 +151,81 @@ func BenchmarkExecute(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// BenchmarkWaitingReaper is the A/B of a warm pool's reaper started ahead
+// (nsjail.Spec.ReaperWaits) against one started with the request: two
+// pools of the same filter, one of whose policy names chdir in an allow
+// rule (so its sandboxes do not wait: executor reaperMayWait), warm
+// /bin/true alternating, each pool full and idle before its run. Medians
+// in ms, and the request's phases. It needs the helpers:
+//
+//	scripts/build /tmp/b/airlock && CGO_ENABLED=0 go build -o /tmp/b/lib-init ./cmd/airlock-init
+//	AIRLOCK_BENCH_INIT=/tmp/b/lib-init AIRLOCK_BENCH_SPAWN=/tmp/b/airlock-spawn \
+//	  go test -run '^$' -bench WaitingReaper -benchtime 200x ./executor
+func BenchmarkWaitingReaper(b *testing.B) {
+	testutil.RequireUserNS(b)
+	initPath, spawnPath := os.Getenv("AIRLOCK_BENCH_INIT"), os.Getenv("AIRLOCK_BENCH_SPAWN")
+	if initPath == "" || spawnPath == "" {
+		b.Skip("needs AIRLOCK_BENCH_INIT and AIRLOCK_BENCH_SPAWN")
+	}
+	work := testutil.WorldReadableDir(b)
+	late := policy.Default()
+	late.Seccomp.Rules = []policy.SyscallRule{{Names: []string{"chdir"}, Action: policy.ActAllow}}
+	type row struct {
+		ex     *executor.Executor
+		pol    policy.Policy
+		phases *phaseLog
+		t      []time.Duration
+	}
+	var rows []*row
+	for _, pol := range []policy.Policy{policy.Default(), late} {
+		r := &row{pol: pol, phases: &phaseLog{}}
+		ex, err := executor.New(executor.Config{WorkDir: work, Logger: slog.New(r.phases), InitPath: initPath, SpawnPath: spawnPath,
+			Pool: executor.PoolConfig{Size: 1, Policy: pol}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ex.Close()
+		r.ex = ex
+		rows = append(rows, r)
+	}
+	var bare []time.Duration
+	for i := range b.N {
+		for j := range rows {
+			r := rows[(i+j)%len(rows)]
+			if !testutil.WaitFor(time.Minute, func() bool { return r.ex.PoolStats().Ready == 1 }) {
+				b.Fatalf("the pool did not refill: %+v", r.ex.PoolStats())
+			}
+			time.Sleep(5 * time.Millisecond) // the refill's teardown and start are done
+			t0 := time.Now()
+			res, err := r.ex.Execute(b.Context(), executor.Request{Args: []string{"/bin/true"}, Policy: r.pol})
+			r.t = append(r.t, time.Since(t0))
+			if err != nil || res.Status != nsjail.StatusOK {
+				b.Fatalf("%v %+v", err, res)
+			}
+		}
+		t0 := time.Now()
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		bare = append(bare, time.Since(t0))
+	}
+	if rows[0].ex.PoolStats().Warm != int64(b.N) || rows[1].ex.PoolStats().Warm != int64(b.N) {
+		b.Fatalf("runs went cold: %+v %+v", rows[0].ex.PoolStats(), rows[1].ex.PoolStats())
+	}
+	med := testutil.MedianMS
+	b.ReportMetric(med(bare), "bare-ms")
+	for i, name := range []string{"waiting", "late"} {
+		b.ReportMetric(med(rows[i].t), name+"-ms")
+		b.ReportMetric(med(rows[i].t)-med(bare), name+"-overhead-ms")
+		for _, p := range []string{"exec", "exited", "result"} {
+			if d := rows[i].phases.at[p]; len(d) > 0 {
+				b.ReportMetric(med(d), name+"-"+p+"-ms")
+			}
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
 // phaseLog is a slog.Handler that keeps nsjail's "phase" debug records.
 type phaseLog struct {
 	mu sync.Mutex

@@ -202,14 +202,14 @@ func TestWarmPoolWaitingReaper(t *testing.T) {
 	spawn := testutil.RequireReaper(t)
 	denyChdir := policy.Default()
 	denyChdir.Seccomp.Rules = []policy.SyscallRule{{Names: []string{"chdir"}, Action: policy.ActErrno, Errno: int(unix.EPERM)}}
-	pid1 := `head -c 18 /proc/1/cmdline | tr '\0' ' '; cd /tmp 2>/dev/null; echo " $?"`
+	pid1 := `head -c 18 /proc/1/cmdline | tr '\0' ' '; if cd /tmp 2>/dev/null; then echo " cd"; else echo " no cd"; fi`
 	for _, c := range []struct {
 		name string
 		pol  policy.Policy
 		want string
 	}{
-		{"default", policy.Default(), "airlock-reaper 4 w 0\n"},
-		{"chdir denied", denyChdir, "airlock-reaper 4 0 2\n"},
+		{"default", policy.Default(), "airlock-reaper 4 w cd\n"},
+		{"chdir denied", denyChdir, "airlock-reaper 4 0 no cd\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t), SpawnPath: spawn, Pool: executor.PoolConfig{Size: 1, Policy: c.pol}})

@@ -60,7 +60,8 @@ type Sandbox struct {
 	outs        []*outPipe    // the program's output pipes (outpipe_linux.go)
 	programSent bool          // the program went with the spec (build)
 	reaper      bool          // the init inherits the reaper (initConfig.Reaper)
-	waits       bool          // the reaper waits for its program (Spec.ReaperWaits, with reaper)
+	waits       bool          // a prepared sandbox's reaper waits for its program (Spec.ReaperWaits; build)
+	readyAhead  bool          // the init's "ready" was read while preparing (waits)
 	lastCap     int           // the kernel's last capability (initConfig.LastCap; ambient caps)
 	cpuBase     time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
 	egressLn    net.Listener  // net allow: the init's listener, until served (under mu)
@@ -237,7 +238,6 @@ func (s *Sandbox) launch() (*initChannels, error) {
 		reaper := os.NewFile(uintptr(fd), "reaper")
 		defer reaper.Close()
 		s.reaper = true
-		s.waits = s.spec.ReaperWaits
 		inherit = func(tasks []*os.File) []*os.File { return append(slices.Clip(tasks), reaper) }
 	}
 	specR, specW, err := os.Pipe()
@@ -299,7 +299,10 @@ func (s *Sandbox) initPhases(marks []int64) {
 func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	cfg := initConfigFor(s.spec)
 	cfg.JoinCgroup, cfg.Reaper, cfg.LastCap = s.joins, s.reaper, s.lastCap
-	cfg.ReaperWaits = s.waits && ahead
+	// Only a prepared sandbox's reaper waits: a cold one's program, its
+	// filter included, goes to the init with the spec.
+	s.waits = s.reaper && s.spec.ReaperWaits && ahead
+	cfg.ReaperWaits = s.waits
 	// Placed by pid (v2 where clone3 was refused) before the spec: from
 	// its first step on, the init is in its final cgroup (its cgroup
 	// namespace is rooted there), as when born there or moving itself.
@@ -333,6 +336,14 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 		}
 	}
 	err := s.awaitPrepared(c.statusR)
+	if err == nil && s.waits {
+		// Then the init loads the filter, reports "ready" (and its
+		// listener) and execs the reaper, which reports "prepared" once
+		// set up: a failure of those steps is the preparation's, not a
+		// later request's.
+		err = s.awaitPrepared(c.statusR)
+		s.readyAhead = err == nil
+	}
 	if err == nil {
 		err = s.checkEgressListener()
 	}

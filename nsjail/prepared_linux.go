@@ -46,11 +46,13 @@ type Prepared struct {
 }
 
 // ReaperSyscalls are the calls the sandbox's reaper makes under the
-// program's filter when it waits for its program (Spec.ReaperWaits); a
-// filter must allow each, whatever its arguments, for a prepared sandbox
-// to start its reaper ahead.
-var ReaperSyscalls = []string{"execve", "rt_sigprocmask", "prctl", "fcntl", "pipe2", "mmap", "read", "close",
-	"clone", "setsid", "prlimit64", "chdir", "statx", "write", "exit_group", "wait4", "sendto", "rt_sigtimedwait", "kill"}
+// program's filter when it waits for its program (Spec.ReaperWaits), and
+// those the init makes after loading it (its report and the reaper's
+// exec); a filter must allow each for a prepared sandbox to start its
+// reaper ahead: with any arguments, but clone only as a plain fork
+// (SIGCHLD, no other flag), which the default profile allows.
+var ReaperSyscalls = []string{"sendmsg", "execve", "rt_sigprocmask", "prctl", "fcntl", "pipe2", "mmap", "munmap", "read", "close",
+	"clone", "setsid", "prlimit64", "chdir", "newfstatat", "write", "exit_group", "wait4", "sendto", "rt_sigtimedwait", "kill"}
 
 // Bounds of the waiting reaper's program message (cmd/airlock-spawn:
 // MAXMSG, MAXSTRS, MAXRLIMITS).
@@ -118,12 +120,12 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		return nil, err
 	}
 	p.c = c
-	p.waits = s.waits
 	p.filter = filter
 	// Cancelling ctx kills the init while it is being prepared; once
 	// stop has returned true, it never will.
 	stop := context.AfterFunc(ctx, func() { s.cancelled(ctx) })
 	err = s.build(c, true)
+	p.waits = s.waits
 	if stop() && err == nil {
 		// A request's usage counts from here: the cgroup holds the
 		// preparation's already, and the idle init adds next to nothing.

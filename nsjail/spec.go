@@ -125,9 +125,11 @@ type Spec struct {
 	// PATH lookup and exec, in the init's order): a request skips the
 	// filter's load and the reaper's exec. The reaper makes those calls
 	// under the filter, so set it only for a filter that allows every one
-	// of ReaperSyscalls without condition (the default profile does).
-	// Start then takes only a spec with the same filter. Without a reaper
-	// it does nothing.
+	// of ReaperSyscalls (the default profile does). Prepare returns once
+	// the reaper waits, so a failure of those steps is Prepare's. Start
+	// then takes only a spec with the same filter and a program within
+	// the reaper's bounds (Matches). Without a reaper, and for Start and
+	// Run, it does nothing.
 	ReaperWaits bool
 	// Logger receives lifecycle events (never payload data). nil = none.
 	Logger *slog.Logger

@@ -130,7 +130,7 @@ func (s *Sandbox) awaitPrepared(statusR *os.File) error { return s.awaitStatus(s
 var statusBufs = sync.Pool{New: func() any { return new([64 << 10]byte) }}
 
 func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
-	ready := false
+	ready := s.readyAhead
 	pooled := statusBufs.Get().(*[64 << 10]byte)
 	defer statusBufs.Put(pooled) // unmarshal copies what it keeps
 	buf, oob := pooled[:], make([]byte, unix.CmsgSpace(4))

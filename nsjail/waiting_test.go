@@ -1,9 +1,11 @@
 package nsjail_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,6 +87,10 @@ func TestWaitingReaper(t *testing.T) {
 		"filter denies":       {args: []string{"/bin/sh", "-c", "unshare -U true 2>&1; echo $?"}},
 		"kill rule":           {args: []string{"/bin/uname"}, p: pol(policy.SyscallRule{Names: []string{"uname"}, Action: policy.ActKill})},
 		"exit code and stdin": {args: []string{"/bin/sh", "-c", "read x; echo got $x; exit 3"}},
+		"signals and fds":     {args: []string{"/bin/sh", "-c", "grep -E '^Sig(Blk|Ign|Cgt)' /proc/self/status; ls /proc/self/fd; ulimit -a"}},
+		"no PATH": {args: []string{"sh", "-c", "echo $PATH"}, mod: func(s *nsjail.Spec) {
+			s.Env = slices.DeleteFunc(slices.Clone(s.Env), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") })
+		}},
 	}
 	if hard.Max == unix.RLIM_INFINITY {
 		delete(cases, "rlimit above the hard limit")
@@ -169,8 +175,75 @@ func TestWaitingReaperMatches(t *testing.T) {
 			t.Errorf("%s: matches the waiting reaper's sandbox", name)
 		}
 	}
-	res, err := prep.Run(t.Context(), spec)
+	// At the reaper's bound (its argv and environment strings together),
+	// a spec matches and runs; one string more does not match.
+	bound := spec
+	bound.Args = []string{"/bin/sh", "-c", `echo ran "$#"`}
+	bound.Env = nil
+	for range 1<<17 - len(bound.Args) {
+		bound.Env = append(bound.Env, "A=") // short: execve's own bound is 2 MiB here
+	}
+	over := bound
+	over.Env = append(slices.Clip(bound.Env), "W=")
+	if prep.Matches(&over) {
+		t.Errorf("%d strings match the waiting reaper's sandbox", len(over.Args)+len(over.Env))
+	}
+	if !prep.Matches(&bound) {
+		t.Fatalf("%d strings do not match the waiting reaper's sandbox", len(bound.Args)+len(bound.Env))
+	}
+	res, err := prep.Run(t.Context(), bound)
+	if err != nil || res.Status != nsjail.StatusOK || res.Stdout != "ran 0\n" {
+		t.Fatalf("%v %+v", err, res)
+	}
+}
+
+// ReaperWaits is for Prepare only: a cold run with it set still sends
+// the init its filter, which the program runs under.
+func TestWaitingReaperColdKeepsFilter(t *testing.T) {
+	testutil.RequireUserNS(t)
+	ex, err := executor.New(executor.Config{SpawnPath: testutil.RequireReaper(t), WorkDir: testutil.WorldReadableDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c", "grep Seccomp: /proc/self/status; unshare -U true 2>/dev/null; echo $?"}, Policy: policy.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ReaperWaits = true
+	res, err := nsjail.Run(t.Context(), spec)
 	if err != nil || res.Status != nsjail.StatusOK {
 		t.Fatalf("%v %+v", err, res)
+	}
+	if res.Stdout != "Seccomp:\t2\n1\n" {
+		t.Errorf("a cold run with ReaperWaits: %q, want the filter in force (mode 2) and unshare refused", res.Stdout)
+	}
+}
+
+// A step after "prepared" that fails (here the init's "ready" report: a
+// filter that refuses sendmsg) fails Prepare with its stage, as it fails
+// a cold start: no prepared sandbox waits with a dead init.
+func TestWaitingReaperPrepareFails(t *testing.T) {
+	testutil.RequireUserNS(t)
+	ex, err := executor.New(executor.Config{SpawnPath: testutil.RequireReaper(t), WorkDir: testutil.WorldReadableDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	p := policy.Default()
+	p.Seccomp.Rules = []policy.SyscallRule{{Names: []string{"sendmsg"}, Action: policy.ActErrno, Errno: int(unix.EPERM)}}
+	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/true"}, Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, coldErr := nsjail.Run(t.Context(), spec)
+	spec.ReaperWaits = true
+	prep, err := nsjail.Prepare(t.Context(), spec)
+	if err == nil {
+		prep.Close()
+	}
+	var se *policy.SetupError
+	if !errors.As(err, &se) || se.Stage != "report ready" || !errors.Is(err, unix.EPERM) || coldErr == nil || err.Error() != coldErr.Error() {
+		t.Errorf("Prepare: %v; want the cold start's error: %v", err, coldErr)
 	}
 }

@@ -54,7 +54,7 @@
 #include <linux/resource.h>
 #include <linux/sched.h>
 #include <linux/signal.h>
-#include <linux/stat.h>
+#include <asm/stat.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 
@@ -288,8 +288,9 @@ struct clone_args3 {
 // a request skips the filter's load and this exec. It reads the program
 // from PROGFD, the spec pipe, to its EOF: one message in programConfig's
 // form (wire.go: argv, environment, working directory, rlimits; no filter,
-// no terminal). The child then does what the init does for a cold
-// program, in the init's order: rlimits, chdir, the PATH lookup (as
+// no terminal), having reported {prepared} once it is set up. The child
+// then does what the init does for a cold program, in the init's order:
+// rlimits, chdir, the PATH lookup (as
 // lookPath in internal/jailinit/init_linux.go), exec; a failed step is
 // reported as the init reports it ({stage "setrlimit", "chdir" or "exec",
 // errno}, no message: the supervisor names the errno). All of this runs
@@ -321,14 +322,19 @@ static unsigned char *wstr(unsigned char *p, const char *s, unsigned long max) {
 
 #define WIRE_VERSION 7
 
-// status sends one init status message: started, or ended with the wait
-// status ws, or a failed stage with its errno (a negative return value)
-// and what (the message).
-static void status(int fd, int started, int ended, unsigned ws, const char *stage, long err, const char *what) {
+// What a status message reports (one of them): a failed stage, the
+// waiting reaper set up ("prepared"), the program exec'd ("started"), or
+// its end ("ended", with its wait status).
+enum { EV_FAILED, EV_PREPARED, EV_STARTED, EV_ENDED };
+
+// status sends one init status message: event, with the wait status ws
+// (EV_ENDED), or the failed stage's errno (a negative return value) and
+// what (the message).
+static void status(int fd, int event, unsigned ws, const char *stage, long err, const char *what) {
 	unsigned char m[4200], *p = m;
 	*p++ = WIRE_VERSION;
-	*p++ = 0, *p++ = 0, *p++ = 0;                // ready, prepared, listener
-	*p++ = (unsigned char)started, *p++ = (unsigned char)ended;
+	*p++ = 0, *p++ = event == EV_PREPARED, *p++ = 0; // ready, prepared, listener
+	*p++ = event == EV_STARTED, *p++ = event == EV_ENDED;
 	p = uvarint(p, ws);
 	p = wstr(p, stage, 16);
 	p = uvarint(p, (unsigned long)(-err) << 1);  // errno, a zigzag varint
@@ -364,10 +370,10 @@ static const char *const childStage[] = {"exec", "setrlimit", "chdir"};
 #define MAXRLIMITS 16
 static unsigned char *msg;
 static char *strs, **ptrs;
+#define BUFSIZE (MAXMSG + (MAXMSG + MAXSTRS) + (MAXSTRS + 2) * sizeof(char *))
 
 static long mapBuffers(void) {
-	unsigned long size = MAXMSG + (MAXMSG + MAXSTRS) + (MAXSTRS + 2) * sizeof(char *);
-	long a = sys6(__NR_mmap, 0, (long)size, 3 /* PROT_READ|PROT_WRITE */, 0x22 /* MAP_PRIVATE|MAP_ANONYMOUS */, -1, 0);
+	long a = sys6(__NR_mmap, 0, (long)BUFSIZE, 3 /* PROT_READ|PROT_WRITE */, 0x22 /* MAP_PRIVATE|MAP_ANONYMOUS */, -1, 0);
 	if (a < 0 && a > -4096)
 		return a;
 	msg = (unsigned char *)a;
@@ -389,6 +395,8 @@ static int getuv(const unsigned char **p, const unsigned char *end, unsigned lon
 	unsigned long x = 0;
 	for (int shift = 0; *p < end && shift < 64; shift += 7) {
 		unsigned char b = *(*p)++;
+		if (shift == 63 && b > 1)
+			return 0; // past 64 bits, as Go's decoder refuses
 		x |= (unsigned long)(b & 0x7f) << shift;
 		if (!(b & 0x80)) {
 			*v = x;
@@ -421,13 +429,14 @@ static int getstr(const unsigned char **p, const unsigned char *end, char **o) {
 static long parse(unsigned long n, struct program *pg) {
 	const unsigned char *p = msg, *end = msg + n;
 	char *o = strs, **q = ptrs;
-	unsigned long v;
+	unsigned long v, used = 0; // strings so far: at most MAXSTRS, then two NULLs
 	if (n < 5 || (msg[0] | msg[1] << 8 | msg[2] << 16 | (unsigned long)msg[3] << 24) != n - 4 || msg[4] != WIRE_VERSION)
 		return -22;
 	p += 5;
 	for (int list = 0; list < 2; list++) {
-		if (!getuv(&p, end, &v) || v > (unsigned long)(ptrs + MAXSTRS - q) || (list == 0 && v == 0))
+		if (!getuv(&p, end, &v) || v > MAXSTRS - used || (list == 0 && v == 0))
 			return -22;
+		used += v;
 		if (list == 0)
 			pg->argv = q;
 		else
@@ -443,7 +452,8 @@ static long parse(unsigned long n, struct program *pg) {
 	if (!getstr(&p, end, &o) || !getuv(&p, end, &pg->nrl) || pg->nrl > MAXRLIMITS)
 		return -22;
 	for (unsigned long i = 0; i < pg->nrl; i++) {
-		if (!getuv(&p, end, &v) || !getuv(&p, end, &pg->rl[i].cur) || !getuv(&p, end, &pg->rl[i].max) || (v & 1))
+		// A resource is a small non-negative int (zigzag: even).
+		if (!getuv(&p, end, &v) || !getuv(&p, end, &pg->rl[i].cur) || !getuv(&p, end, &pg->rl[i].max) || (v & 1) || v > 2 * 64)
 			return -22;
 		pg->rl[i].resource = v >> 1;
 	}
@@ -453,14 +463,14 @@ static long parse(unsigned long n, struct program *pg) {
 	return 0;
 }
 
-// executable: as the init's, stat (following links), not a directory,
-// some execute bit.
+// executable: as the init's (the same newfstatat, following links), not
+// a directory, some execute bit.
 static long executable(const char *path) {
-	struct statx sx;
-	long r = sys6(__NR_statx, -100 /* AT_FDCWD */, (long)path, 0, STATX_MODE, (long)&sx, 0);
+	struct stat st;
+	long r = sys6(__NR_newfstatat, -100 /* AT_FDCWD */, (long)path, (long)&st, 0, 0, 0);
 	if (r < 0)
 		return r;
-	if ((sx.stx_mode & 0170000) == 0040000 || (sx.stx_mode & 0111) == 0)
+	if ((st.st_mode & 0170000) == 0040000 || (st.st_mode & 0111) == 0)
 		return -13; // EACCES
 	return 0;
 }
@@ -534,7 +544,7 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 	int errp[2];
 	if (r < 0 || (r = SYS(__NR_fcntl, st, F_SETFD, FD_CLOEXEC)) < 0 || (waits && (r = SYS(__NR_fcntl, progfd, F_SETFD, FD_CLOEXEC)) < 0) ||
 	    (r = SYS(__NR_pipe2, errp, O_CLOEXEC, 0)) < 0) {
-		status(st, 0, 0, 0, "reaper", r, "airlock-reaper setup");
+		status(st, EV_FAILED, 0, "reaper", r, "airlock-reaper setup");
 		quit(1);
 	}
 	static struct program pg;
@@ -543,9 +553,12 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 		// supervisor kills it anyway).
 		unsigned long n = 0;
 		if ((r = mapBuffers()) < 0) {
-			status(st, 0, 0, 0, "reaper", r, "airlock-reaper: buffers");
+			status(st, EV_FAILED, 0, "reaper", r, "airlock-reaper: buffers");
 			quit(1);
 		}
+		// Set up: the sandbox is prepared (the supervisor's Prepare
+		// returns on this report, so a failure before it is Prepare's).
+		status(st, EV_PREPARED, 0, "", 0, "");
 		while (n < MAXMSG) {
 			r = SYS(__NR_read, progfd, msg + n, MAXMSG - n);
 			if (r == -4 /* EINTR */)
@@ -558,7 +571,7 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 		if (n == 0 && r == 0)
 			quit(1);
 		if (r < 0 || (r = parse(n, &pg)) < 0) {
-			status(st, 0, 0, 0, "reaper", r < 0 ? r : -22, "airlock-reaper: the program message");
+			status(st, EV_FAILED, 0, "reaper", r < 0 ? r : -22, "airlock-reaper: the program message");
 			quit(1);
 		}
 	}
@@ -583,8 +596,10 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 		childFail(errp[1], CHILD_EXEC, SYS(__NR_execve, argv[3], argv + 4, envp));
 	}
 	SYS(__NR_close, errp[1], 0, 0);
+	if (waits)
+		SYS(__NR_munmap, msg, BUFSIZE, 0); // the child has its copy; pid 1 keeps no pages of it
 	if (child < 0) {
-		status(st, 0, 0, 0, "reaper", child, "fork");
+		status(st, EV_FAILED, 0, "reaper", child, "fork");
 		quit(1);
 	}
 	// EOF: the program was exec'd (errp is close-on-exec); else why not.
@@ -599,16 +614,16 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 			e[0] = CHILD_EXEC, e[1] = -5; // EIO
 		// The waiting reaper's reports carry no message: the supervisor
 		// names the errno, as for the init's own reports.
-		status(st, 0, 0, 0, childStage[e[0]], e[1], waits ? "" : argv[3]);
+		status(st, EV_FAILED, 0, childStage[e[0]], e[1], waits ? "" : argv[3]);
 		quit(1);
 	}
-	status(st, 1, 0, 0, "", 0, "");
+	status(st, EV_STARTED, 0, "", 0, "");
 	for (;;) {
 		int ws;
 		while ((r = sys6(__NR_wait4, -1, (long)&ws, WNOHANG | __WALL, 0, 0, 0)) > 0) {
 			if (r != child || (ws & 0x7f) == 0x7f)
 				continue; // an orphan, or a stop
-			status(st, 0, 1, (unsigned)ws, "", 0, ""); // lost only if the supervisor is gone
+			status(st, EV_ENDED, (unsigned)ws, "", 0, ""); // lost only if the supervisor is gone
 			quit((ws & 0x7f) == 0 ? (ws >> 8) & 0xff : 128 + (ws & 0x7f));
 		}
 		r = sys6(__NR_rt_sigtimedwait, (long)&set, 0, 0, sizeof set, 0, 0);

@@ -35,8 +35,8 @@ import (
 //	      [a prepared sandbox of a warm pool waits here for a request;
 //	       one whose reaper waits (ReaperWaits) got its filter with the
 //	       spec: it loads it, reports {ready, listener} and execs the
-//	       reaper, which waits on fd 3; the request's programConfig goes
-//	       to the reaper, and is read by Start after that "ready"]
+//	       reaper, which reports {prepared} again once set up (Prepare
+//	       reads both) and waits on fd 3 for the request's programConfig]
 //	[warm: write programConfig, close]  ----->  read it
 //	                                             rlimits, chdir, lookup
 //	                                             seccomp (if it carries one)
