@@ -162,11 +162,7 @@ func BenchmarkExecute(b *testing.B) {
 //	AIRLOCK_BENCH_INIT=/tmp/b/lib-init AIRLOCK_BENCH_SPAWN=/tmp/b/airlock-spawn \
 //	  go test -run '^$' -bench WaitingReaper -benchtime 200x ./executor
 func BenchmarkWaitingReaper(b *testing.B) {
-	testutil.RequireUserNS(b)
-	initPath, spawnPath := os.Getenv("AIRLOCK_BENCH_INIT"), os.Getenv("AIRLOCK_BENCH_SPAWN")
-	if initPath == "" || spawnPath == "" {
-		b.Skip("needs AIRLOCK_BENCH_INIT and AIRLOCK_BENCH_SPAWN")
-	}
+	initPath, spawnPath := benchHelpers(b)
 	work := testutil.WorldReadableDir(b)
 	late := policy.Default()
 	late.Seccomp.Rules = []policy.SyscallRule{{Names: []string{"chdir"}, Action: policy.ActAllow}}
@@ -226,6 +222,17 @@ func BenchmarkWaitingReaper(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// benchHelpers returns AIRLOCK_BENCH_INIT (a cgo-free init) and
+// AIRLOCK_BENCH_SPAWN (airlock-spawn), or skips b without them.
+func benchHelpers(b *testing.B) (initPath, spawnPath string) {
+	testutil.RequireUserNS(b)
+	initPath, spawnPath = os.Getenv("AIRLOCK_BENCH_INIT"), os.Getenv("AIRLOCK_BENCH_SPAWN")
+	if initPath == "" || spawnPath == "" {
+		b.Skip("needs AIRLOCK_BENCH_INIT (a cgo-free init) and AIRLOCK_BENCH_SPAWN (airlock-spawn)")
+	}
+	return initPath, spawnPath
+}
+
 // phaseLog is a slog.Handler that keeps nsjail's "phase" debug records.
 type phaseLog struct {
 	mu sync.Mutex
@@ -269,11 +276,7 @@ func (h *phaseLog) Handle(_ context.Context, r slog.Record) error {
 //	AIRLOCK_BENCH_INIT=/tmp/b/lib-init AIRLOCK_BENCH_SPAWN=/tmp/b/airlock-spawn \
 //	  go test -run '^$' -bench SupervisorHeap -benchtime 100x ./executor
 func BenchmarkSupervisorHeap(b *testing.B) {
-	testutil.RequireUserNS(b)
-	initPath, spawnPath := os.Getenv("AIRLOCK_BENCH_INIT"), os.Getenv("AIRLOCK_BENCH_SPAWN")
-	if initPath == "" || spawnPath == "" {
-		b.Skip("needs AIRLOCK_BENCH_INIT (a cgo-free init) and AIRLOCK_BENCH_SPAWN (airlock-spawn)")
-	}
+	initPath, spawnPath := benchHelpers(b)
 	work := testutil.WorldReadableDir(b)
 	req := executor.Request{Args: []string{"/bin/true"}, Policy: policy.Default()}
 	launchers := []struct {

@@ -29,6 +29,26 @@ func outcome(res *nsjail.Result, err error) string {
 	return b.String()
 }
 
+// reaperResolver returns the spec an executor with the spawn helper (the
+// reaper) resolves for args under p.
+func reaperResolver(t *testing.T) func(args []string, p policy.Policy) nsjail.Spec {
+	t.Helper()
+	testutil.RequireUserNS(t)
+	ex, err := executor.New(executor.Config{SpawnPath: testutil.RequireReaper(t), WorkDir: testutil.WorldReadableDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ex.Close() })
+	return func(args []string, p policy.Policy) nsjail.Spec {
+		t.Helper()
+		spec, _, err := ex.Resolve(executor.Request{Args: args, Policy: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return spec
+	}
+}
+
 // A prepared sandbox whose reaper waits (Spec.ReaperWaits: a warm pool's,
 // with the default profile) starts the request's program itself: each
 // case's outcome is the cold start's, field for field, from what the
@@ -37,8 +57,7 @@ func outcome(res *nsjail.Result, err error) string {
 // and each step's failure). pid 1 is the waiting reaper (its command line
 // says so: a check that this is the path under test).
 func TestWaitingReaper(t *testing.T) {
-	testutil.RequireUserNS(t)
-	spawn := testutil.RequireReaper(t)
+	resolve := reaperResolver(t)
 	dir := testutil.WorldReadableDir(t)
 	if err := os.WriteFile(filepath.Join(dir, "plain"), []byte("#!/bin/sh\necho plain\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -46,11 +65,6 @@ func TestWaitingReaper(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "run"), []byte("#!/bin/sh\necho run \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ex, err := executor.New(executor.Config{SpawnPath: spawn, WorkDir: testutil.WorldReadableDir(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
 	var hard unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &hard); err != nil {
 		t.Fatal(err)
@@ -101,10 +115,7 @@ func TestWaitingReaper(t *testing.T) {
 			if p.Seccomp.Rules == nil {
 				p = pol()
 			}
-			spec, _, err := ex.Resolve(executor.Request{Args: c.args, Policy: p})
-			if err != nil {
-				t.Fatal(err)
-			}
+			spec := resolve(c.args, p)
 			if c.mod != nil {
 				c.mod(&spec)
 			}
@@ -144,16 +155,7 @@ func TestWaitingReaper(t *testing.T) {
 // exec could not pass; megabytes of arguments) does not match its
 // prepared sandbox, nor does another filter: the pool runs those cold.
 func TestWaitingReaperMatches(t *testing.T) {
-	testutil.RequireUserNS(t)
-	ex, err := executor.New(executor.Config{SpawnPath: testutil.RequireReaper(t), WorkDir: testutil.WorldReadableDir(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
-	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/true"}, Policy: policy.Default()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := reaperResolver(t)([]string{"/bin/true"}, policy.Default())
 	spec.ReaperWaits = true
 	prep, err := nsjail.Prepare(t.Context(), spec)
 	if err != nil {
@@ -200,16 +202,7 @@ func TestWaitingReaperMatches(t *testing.T) {
 // ReaperWaits is for Prepare only: a cold run with it set still sends
 // the init its filter, which the program runs under.
 func TestWaitingReaperColdKeepsFilter(t *testing.T) {
-	testutil.RequireUserNS(t)
-	ex, err := executor.New(executor.Config{SpawnPath: testutil.RequireReaper(t), WorkDir: testutil.WorldReadableDir(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
-	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c", "grep Seccomp: /proc/self/status; unshare -U true 2>/dev/null; echo $?"}, Policy: policy.Default()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := reaperResolver(t)([]string{"/bin/sh", "-c", "grep Seccomp: /proc/self/status; unshare -U true 2>/dev/null; echo $?"}, policy.Default())
 	spec.ReaperWaits = true
 	res, err := nsjail.Run(t.Context(), spec)
 	if err != nil || res.Status != nsjail.StatusOK {
@@ -224,18 +217,9 @@ func TestWaitingReaperColdKeepsFilter(t *testing.T) {
 // filter that refuses sendmsg) fails Prepare with its stage, as it fails
 // a cold start: no prepared sandbox waits with a dead init.
 func TestWaitingReaperPrepareFails(t *testing.T) {
-	testutil.RequireUserNS(t)
-	ex, err := executor.New(executor.Config{SpawnPath: testutil.RequireReaper(t), WorkDir: testutil.WorldReadableDir(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
 	p := policy.Default()
 	p.Seccomp.Rules = []policy.SyscallRule{{Names: []string{"sendmsg"}, Action: policy.ActErrno, Errno: int(unix.EPERM)}}
-	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/true"}, Policy: p})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := reaperResolver(t)([]string{"/bin/true"}, p)
 	_, coldErr := nsjail.Run(t.Context(), spec)
 	spec.ReaperWaits = true
 	prep, err := nsjail.Prepare(t.Context(), spec)
