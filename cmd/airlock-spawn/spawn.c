@@ -362,24 +362,49 @@ static const char *const childStage[] = {"exec", "setrlimit", "chdir"};
 // The waiting reaper's program (parse). Bounds: the message, and the
 // strings of argv and the environment together; the supervisor sends
 // nothing larger (nsjail.reaperFits), and execve refuses far less.
-// They are mapped by the waiting reaper only (mapBuffers), not in this
-// binary's bss: a reaper exec'd under the program's RLIMIT_DATA (the
-// rlimit-only backend) would be refused a large one.
+// They are mapped by the waiting reaper only, sized to the message
+// (mapBuffers), not in this binary's bss: a reaper exec'd under the
+// program's RLIMIT_DATA (the rlimit-only backend) would be refused a
+// large one, and a large mapping may be backed by huge pages, which the
+// first touch zeroes (2 MiB each where transparent huge pages are
+// "always").
 #define MAXMSG (4UL << 20)
 #define MAXSTRS (1UL << 17)
 #define MAXRLIMITS 16
 static unsigned char *msg;
 static char *strs, **ptrs;
-#define BUFSIZE (MAXMSG + (MAXMSG + MAXSTRS) + (MAXSTRS + 2) * sizeof(char *))
+static unsigned long mapped;
 
-static long mapBuffers(void) {
-	long a = sys6(__NR_mmap, 0, (long)BUFSIZE, 3 /* PROT_READ|PROT_WRITE */, 0x22 /* MAP_PRIVATE|MAP_ANONYMOUS */, -1, 0);
+// mapBuffers maps room for a message of n bytes (its header included):
+// each string has a length prefix of a byte at least, so there are at
+// most n strings, whose bytes and NULs take at most n bytes.
+static long mapBuffers(unsigned long n) {
+	unsigned long size = n + (n + 1) + (n + 2) * sizeof(char *);
+	long a = sys6(__NR_mmap, 0, (long)size, 3 /* PROT_READ|PROT_WRITE */, 0x22 /* MAP_PRIVATE|MAP_ANONYMOUS */, -1, 0);
 	if (a < 0 && a > -4096)
 		return a;
 	msg = (unsigned char *)a;
-	strs = (char *)(msg + MAXMSG);
-	ptrs = (char **)(strs + MAXMSG + MAXSTRS);
+	strs = (char *)(msg + n);
+	ptrs = (char **)(strs + n + 1);
+	mapped = size;
 	return 0;
+}
+
+// readFull reads up to n bytes of fd into b, stopping at EOF: how many,
+// or -errno.
+static long readFull(int fd, unsigned char *b, unsigned long n) {
+	unsigned long got = 0;
+	while (got < n) {
+		long r = SYS(__NR_read, fd, b + got, n - got);
+		if (r == -4 /* EINTR */)
+			continue;
+		if (r < 0)
+			return r;
+		if (r == 0)
+			break;
+		got += (unsigned long)r;
+	}
+	return (long)got;
 }
 
 struct program {
@@ -551,27 +576,28 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 	if (waits) {
 		// The request's program, or EOF: a sandbox discarded unused (the
 		// supervisor kills it anyway).
-		unsigned long n = 0;
-		if ((r = mapBuffers()) < 0) {
-			status(st, EV_FAILED, 0, "reaper", r, "airlock-reaper: buffers");
-			quit(1);
-		}
+		//
 		// Set up: the sandbox is prepared (the supervisor's Prepare
 		// returns on this report, so a failure before it is Prepare's).
 		status(st, EV_PREPARED, 0, "", 0, "");
-		while (n < MAXMSG) {
-			r = SYS(__NR_read, progfd, msg + n, MAXMSG - n);
-			if (r == -4 /* EINTR */)
-				continue;
-			if (r <= 0)
-				break;
-			n += (unsigned long)r;
+		unsigned char hdr[4], extra;
+		r = readFull((int)progfd, hdr, sizeof hdr);
+		if (r == 0)
+			quit(1);
+		unsigned long n = r == 4 ? (hdr[0] | hdr[1] << 8 | hdr[2] << 16 | (unsigned long)hdr[3] << 24) + 4 : 0;
+		if (n == 0 || n > MAXMSG)
+			r = r < 0 ? r : -22;
+		else if ((r = mapBuffers(n)) == 0) {
+			for (int i = 0; i < 4; i++)
+				msg[i] = hdr[i];
+			// The whole message, then its EOF (the supervisor closes the
+			// pipe after it).
+			if ((r = readFull((int)progfd, msg + 4, n - 4)) >= 0)
+				r = r != (long)(n - 4) || readFull((int)progfd, &extra, 1) != 0 ? -22 : parse(n, &pg);
 		}
 		SYS(__NR_close, progfd, 0, 0);
-		if (n == 0 && r == 0)
-			quit(1);
-		if (r < 0 || (r = parse(n, &pg)) < 0) {
-			status(st, EV_FAILED, 0, "reaper", r < 0 ? r : -22, "airlock-reaper: the program message");
+		if (r < 0) {
+			status(st, EV_FAILED, 0, "reaper", r, "airlock-reaper: the program message");
 			quit(1);
 		}
 	}
@@ -597,7 +623,7 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 	}
 	SYS(__NR_close, errp[1], 0, 0);
 	if (waits)
-		SYS(__NR_munmap, msg, BUFSIZE, 0); // the child has its copy; pid 1 keeps no pages of it
+		SYS(__NR_munmap, msg, mapped, 0); // the child has its copy; pid 1 keeps no pages of it
 	if (child < 0) {
 		status(st, EV_FAILED, 0, "reaper", child, "fork");
 		quit(1);
