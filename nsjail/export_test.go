@@ -26,4 +26,4 @@ func SendToDeadInit(spec Spec, program bool) error {
 
 // PreparedWaits reports whether p's reaper waits for its program
 // (Spec.ReaperWaits).
-func PreparedWaits(p *Prepared) bool { return p.waits }
+func PreparedWaits(p *Prepared) bool { return p.s.waits }

@@ -36,10 +36,6 @@ type Prepared struct {
 	stdout *lateWriter
 	stderr *lateWriter
 
-	// waits: the reaper runs already, with filter, the preparation's
-	// Seccomp, loaded (Spec.ReaperWaits).
-	waits  bool
-	filter *seccomp.Filter
 
 	mu   sync.Mutex
 	used bool
@@ -95,19 +91,16 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	if err := check.validate(); err != nil {
 		return nil, err
 	}
-	filter := spec.Seccomp
-	spec.Args, spec.Env, spec.Rlimits, spec.Seccomp, spec.Egress = nil, nil, nil, nil, nil
+	spec.Args, spec.Env, spec.Rlimits, spec.Egress = nil, nil, nil, nil
+	if !spec.ReaperWaits {
+		spec.Seccomp = nil // it comes with the request (build sends it ahead to a reaper that waits)
+	}
 	spec.Stdin, spec.Stdout, spec.Stderr = nil, nil, nil
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		return nil, &policy.SetupError{Stage: "pipe", Err: err}
 	}
 	p := &Prepared{stdinW: stdinW, stdout: &lateWriter{}, stderr: &lateWriter{}}
-	if spec.ReaperWaits {
-		// Kept for build, which sends it with the spec (launch decides
-		// whether there is a reaper to wait).
-		spec.Seccomp = filter
-	}
 	// The streams are the init's from its clone on; the request's own are
 	// connected to them at Start.
 	spec.Stdin, spec.Stdout, spec.Stderr = stdinR, p.stdout, p.stderr
@@ -120,12 +113,10 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		return nil, err
 	}
 	p.c = c
-	p.filter = filter
 	// Cancelling ctx kills the init while it is being prepared; once
 	// stop has returned true, it never will.
 	stop := context.AfterFunc(ctx, func() { s.cancelled(ctx) })
 	err = s.build(c, true)
-	p.waits = s.waits
 	if stop() && err == nil {
 		// A request's usage counts from here: the cgroup holds the
 		// preparation's already, and the idle init adds next to nothing.
@@ -150,10 +141,13 @@ func (p *Prepared) Pid() int { return p.s.Pid() }
 
 // Matches reports whether spec describes the sandbox p was prepared as
 // (see SameJail), in the same cgroup. Only such a spec can be started in
-// p; its filter, like the rest of its program, comes with it.
+// p; its filter, like the rest of its program, comes with it, except
+// where p's reaper waits (Spec.ReaperWaits): that one runs under the
+// preparation's filter already, so spec must have the same, and a
+// program within the reaper's bounds.
 func (p *Prepared) Matches(spec *Spec) bool {
 	// (Its stdio are pipes made at its preparation: never a terminal.)
-	if p.waits && !(SameFilter(p.filter, spec.Seccomp) && reaperFits(spec)) {
+	if p.s.waits && !(SameFilter(p.s.spec.Seccomp, spec.Seccomp) && reaperFits(spec)) {
 		return false
 	}
 	return SameJail(p.s.spec, spec) && p.s.spec.Cgroup == spec.Cgroup && spec.TTY == nil
