@@ -36,7 +36,6 @@ type Prepared struct {
 	stdout *lateWriter
 	stderr *lateWriter
 
-
 	mu   sync.Mutex
 	used bool
 }
