@@ -39,6 +39,12 @@ type Group interface {
 	Add(pid int) error
 	// Stats reads the group's usage.
 	Stats() (Stats, error)
+	// ResetPeak makes MemoryPeak count from now (the current usage): for a
+	// group that serves one run after another (a recycled sandbox). v1:
+	// memory.max_usage_in_bytes; v2: memory.peak, Linux 6.12 or later
+	// (the reset holds for reads through the fd that wrote it, which
+	// Stats then uses). An error means the peak cannot be reset here.
+	ResetPeak() error
 	// Kill SIGKILLs every task in the group.
 	Kill() error
 	// Delete kills what is left, waits for the group to empty, and removes it.

@@ -103,6 +103,13 @@ func (g *v1Group) Stats() (Stats, error) {
 	return s, nil
 }
 
+func (g *v1Group) ResetPeak() error {
+	if err := writeFile(g.file("memory", "memory.max_usage_in_bytes"), "0"); err != nil {
+		return fmt.Errorf("cgroups: resetting the memory peak: %w", err)
+	}
+	return nil
+}
+
 // Kill freezes the group, SIGKILLs every process in it and thaws it, so
 // nothing can fork away between the listing and the kill.
 func (g *v1Group) Kill() error {

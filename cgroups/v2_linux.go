@@ -5,16 +5,25 @@ package cgroups
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-type v2Group struct{ dir string }
+type v2Group struct {
+	dir string
+	mu  sync.Mutex
+	// peak is memory.peak opened for a reset (ResetPeak): its reads see
+	// the peak since the last reset through it. nil before one.
+	peak *os.File
+}
 
 // newV2 makes a cgroup v2 directory with limits: memory.max with no swap
 // and memory.oom.group (an OOM kill takes the whole sandbox), cpu.max,
@@ -68,8 +77,24 @@ func (g *v2Group) Stats() (Stats, error) {
 	var s Stats
 	var err error
 	// memory.peak needs Linux 5.19.
-	if s.MemoryPeak, err = readInt(filepath.Join(g.dir, "memory.peak")); err != nil {
-		s.MemoryPeak, _ = readInt(filepath.Join(g.dir, "memory.current"))
+	g.mu.Lock()
+	peak := g.peak
+	if peak != nil {
+		var b [32]byte
+		n, rerr := peak.ReadAt(b[:], 0)
+		if rerr == nil || errors.Is(rerr, io.EOF) {
+			s.MemoryPeak, rerr = strconv.ParseInt(strings.TrimSpace(string(b[:n])), 10, 64)
+		}
+		err = rerr
+	}
+	g.mu.Unlock()
+	if peak != nil && err != nil {
+		return s, fmt.Errorf("cgroups: memory.peak: %w", err)
+	}
+	if peak == nil {
+		if s.MemoryPeak, err = readInt(filepath.Join(g.dir, "memory.peak")); err != nil {
+			s.MemoryPeak, _ = readInt(filepath.Join(g.dir, "memory.current"))
+		}
 	}
 	usec, err := readKey(filepath.Join(g.dir, "cpu.stat"), "usage_usec")
 	if err != nil {
@@ -104,7 +129,33 @@ func (g *v2Group) Kill() error {
 	return err
 }
 
+func (g *v2Group) ResetPeak() error {
+	f, err := os.OpenFile(filepath.Join(g.dir, "memory.peak"), os.O_RDWR|syscall.O_CLOEXEC, 0)
+	if err == nil {
+		if _, err = f.Write([]byte("reset\n")); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("cgroups: resetting the memory peak (Linux 6.12 or later): %w", err)
+	}
+	g.mu.Lock()
+	old := g.peak
+	g.peak = f
+	g.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return nil
+}
+
 func (g *v2Group) Delete() error {
+	g.mu.Lock()
+	if g.peak != nil {
+		g.peak.Close()
+		g.peak = nil
+	}
+	g.mu.Unlock()
 	if !exists(g.dir) {
 		return nil
 	}

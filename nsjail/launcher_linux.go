@@ -62,8 +62,10 @@ type Sandbox struct {
 	reaper      bool          // the init inherits the reaper (initConfig.Reaper)
 	waits       bool          // a prepared sandbox's reaper waits for its program (Spec.ReaperWaits; build)
 	readyAhead  bool          // the init's "ready" was read while preparing (waits)
+	recycle     bool          // a prepared sandbox's reaper serves run after run (Spec.Recycle; build)
 	lastCap     int           // the kernel's last capability (initConfig.LastCap; ambient caps)
 	cpuBase     time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
+	oomBase     uint64        // the cgroup's OOM kills before the program (recycled runs)
 	egressLn    net.Listener  // net allow: the init's listener, until served (under mu)
 	egressSent  bool          // the init sent it (under mu; egressLn may be gone already)
 
@@ -71,6 +73,8 @@ type Sandbox struct {
 	reason    Status // why the supervisor killed it; "" = it did not
 	cancel    error  // the context's error, when that was the reason
 	violation string // the syscall a kill rule caught
+	// rec is a recycled sandbox's run (recycle_linux.go); nil otherwise.
+	rec *recycledRun
 	// groupDone: the process backend's group kill at its program's end
 	// is done (endGroup) and the leader may be reaped: no group kill may
 	// follow (see kill).
@@ -303,6 +307,13 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	// filter included, goes to the init with the spec.
 	s.waits = s.reaper && s.spec.ReaperWaits && ahead
 	cfg.ReaperWaits = s.waits
+	if s.waits && s.spec.Recycle {
+		// What the reaper empties between runs; a plan it cannot reset
+		// (a mount inside one of them) serves one run.
+		if dirs := recycleDirs(s.spec.Plan); len(dirs) > 0 {
+			cfg.Recycle, s.recycle = dirs, true
+		}
+	}
 	// Placed by pid (v2 where clone3 was refused) before the spec: from
 	// its first step on, the init is in its final cgroup (its cgroup
 	// namespace is rooted there), as when born there or moving itself.

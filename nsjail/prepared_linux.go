@@ -27,8 +27,10 @@ import (
 // program's part (rlimits, working directory, seccomp, exec): little
 // more than a bare exec.
 //
-// A Prepared sandbox runs at most one program: it is never reused. Close
-// discards one that was never started.
+// A Prepared sandbox runs one program, unless it recycles
+// (Spec.Recycle): then it runs one program after another, each started
+// once the last one's Wait returned and Reusable says it may. Close
+// discards one that was never started, and a recycled one.
 type Prepared struct {
 	s      *Sandbox
 	c      *initChannels
@@ -37,7 +39,9 @@ type Prepared struct {
 	stderr *lateWriter
 
 	mu   sync.Mutex
-	used bool
+	used bool // started (once) or closed; a recycled one: discarded
+	busy bool // a recycled one: a run started, its Wait not returned
+	runs int  // a recycled one: runs started
 }
 
 // ReaperSyscalls are the calls the sandbox's reaper makes under the
@@ -94,6 +98,12 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	if !spec.ReaperWaits {
 		spec.Seccomp = nil // it comes with the request (build sends it ahead to a reaper that waits)
 	}
+	// Recycling needs a reaper that waits, a cgroup whose counters can
+	// be reset between runs, and no egress proxy (its listener and log
+	// are one run's); without them the sandbox serves one run.
+	if spec.Recycle && (!spec.ReaperWaits || spec.Cgroup == nil || spec.EgressPort != 0 || spec.Cgroup.ResetPeak() != nil) {
+		spec.Recycle = false
+	}
 	spec.Stdin, spec.Stdout, spec.Stderr = nil, nil, nil
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -116,6 +126,11 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	// stop has returned true, it never will.
 	stop := context.AfterFunc(ctx, func() { s.cancelled(ctx) })
 	err = s.build(c, true)
+	if err == nil && s.recycle {
+		// Each run brings its own stdin (startRecycled).
+		p.stdinW.Close()
+		p.stdinW = nil
+	}
 	if stop() && err == nil {
 		// A request's usage counts from here: the cgroup holds the
 		// preparation's already, and the idle init adds next to nothing.
@@ -182,6 +197,9 @@ func (p *Prepared) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	if !p.Matches(&spec) {
 		return nil, policy.Invalid("prepared sandbox", "the spec differs from the one the sandbox was prepared with")
 	}
+	if p.s.recycle {
+		return p.startRecycled(ctx, spec)
+	}
 	p.mu.Lock()
 	used := p.used
 	p.used = true
@@ -238,6 +256,10 @@ func (p *Prepared) Run(ctx context.Context, spec Spec) (*Result, error) {
 // killed and reaped. The caller removes its cgroup. After Start, Close
 // does nothing.
 func (p *Prepared) Close() error {
+	if p.s.recycle {
+		p.discard()
+		return nil
+	}
 	p.mu.Lock()
 	used := p.used
 	p.used = true

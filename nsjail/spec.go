@@ -131,6 +131,22 @@ type Spec struct {
 	// the reaper's bounds (Matches). Without a reaper, and for Start and
 	// Run, it does nothing.
 	ReaperWaits bool
+	// Recycle is for Prepare, with ReaperWaits and a Cgroup: the prepared
+	// sandbox serves one run after another. Between two runs its reaper
+	// kills and reaps every process of the last one, empties the
+	// writable tmpfs mounts (/tmp, /dev/shm, /dev/mqueue, a tmpfs
+	// /workspace) and checks that nothing else a run could leave behind
+	// is there (SysV IPC objects; pid 1's inherited attributes); the
+	// supervisor resets the cgroup's counters (CPU base, memory peak,
+	// OOM kills). A run the reaper could not reset, or one the
+	// supervisor killed (timeout, CPU, output, seccomp kill rule) or the
+	// OOM killer touched, ends the sandbox: Prepared.Reusable is then
+	// false. It needs a filter that also allows RecycleSyscalls, no
+	// egress proxy, no mount inside a wiped directory, and a cgroup whose
+	// memory peak can be reset (cgroups.Group.ResetPeak); without them
+	// the sandbox serves one run, as without Recycle. A host directory
+	// bound writable (the workspace) is the caller's to empty.
+	Recycle bool
 	// Logger receives lifecycle events (never payload data). nil = none.
 	Logger *slog.Logger
 }

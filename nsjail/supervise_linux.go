@@ -290,6 +290,10 @@ func (s *Sandbox) kill(reason Status) error {
 	// its own just before a late timer was not killed).
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.rec != nil && s.rec.over {
+		// A recycled run that ended: its sandbox may be serving the next.
+		return nil
+	}
 	if (reason == StatusOutputLimit || reason == StatusSeccompViolation) && s.reason == "" {
 		s.reason = reason
 	}
@@ -334,6 +338,9 @@ func (s *Sandbox) killReason() Status {
 
 // Wait waits for the sandbox's program to end and returns its Result.
 func (s *Sandbox) Wait() (*Result, error) {
+	if s.rec != nil {
+		return s.waitRecycled()
+	}
 	<-s.exited
 	wall := time.Since(s.start)
 	s.phase("exited")
@@ -352,6 +359,24 @@ func (s *Sandbox) Wait() (*Result, error) {
 		res.CPUTimeMS = (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Milliseconds()
 		res.MemoryPeakBytes = ru.Maxrss * 1024
 	}
+	ws := st.Sys().(syscall.WaitStatus)
+	if pws, ok, err := s.programStatus(); err != nil {
+		return nil, err
+	} else if ok {
+		ws = pws
+	}
+	// Whatever pid 1's fate, kill what may be left in the cgroup
+	// (nothing, after the pid namespace is gone; belt and braces).
+	if g := s.spec.Cgroup; g != nil {
+		g.Kill()
+	}
+	return s.finish(res, ws, reason, violation, cancelled)
+}
+
+// finish completes res, whose wall time, usage by rusage and network are
+// set, from the program's wait status ws, the supervisor's kill reason,
+// the captured output and the cgroup's usage since the run's start.
+func (s *Sandbox) finish(res *Result, ws syscall.WaitStatus, reason Status, violation string, cancelled error) (*Result, error) {
 	if s.stdout != nil {
 		res.Stdout, res.StdoutTruncated = s.stdout.text()
 		res.Stdout, res.StdoutEncoding = encodeOutput(res.Stdout, res.StdoutTruncated)
@@ -366,18 +391,10 @@ func (s *Sandbox) Wait() (*Result, error) {
 		res.Stderr, res.StderrTruncated = s.stderr.text()
 		res.Stderr, res.StderrEncoding = encodeOutput(res.Stderr, res.StderrTruncated)
 	}
-	ws := st.Sys().(syscall.WaitStatus)
-	if pws, ok, err := s.programStatus(); err != nil {
-		return nil, err
-	} else if ok {
-		ws = pws
-	}
 	res.Status, res.ExitCode = classify(ws, reason, res.CPUTimeMS, s.spec.CPUTime)
 	if g := s.spec.Cgroup; g != nil {
-		// Whatever pid 1's fate, kill what may be left (nothing, after the
-		// pid namespace is gone; belt and braces), then read the usage of
-		// every task that ever ran in the group.
-		g.Kill()
+		// The usage of every task that ran in the group (since the run's
+		// start: a prepared sandbox's bases).
 		if cs, err := g.Stats(); err != nil {
 			// The program ran: this is no setup error (a caller may retry
 			// those). The result keeps pid 1's own rusage and says what
@@ -388,7 +405,7 @@ func (s *Sandbox) Wait() (*Result, error) {
 		} else {
 			cpu := cs.CPU - s.cpuBase
 			res.MemoryPeakBytes, res.CPUTimeMS = cs.MemoryPeak, cpu.Milliseconds()
-			if cs.OOMKills > 0 && (reason == "" || reason == StatusSignaled) {
+			if cs.OOMKills > s.oomBase && (reason == "" || reason == StatusSignaled) {
 				res.Status = StatusMemoryLimit
 			} else if reason == "" && atCPULimit(cpu, s.spec.CPUTime) && res.Status == StatusSignaled && ws.Signal() == syscall.SIGKILL {
 				res.Status = StatusCPULimit

@@ -162,7 +162,7 @@ func applyOp(root int, op Op, tree int) error {
 		return inParent(root, rel, func(dir int, name string) error {
 			return writeFileAt(dir, name, op.Data, 0o644)
 		})
-	case KindTmpfs, KindProc, KindDevpts:
+	case KindTmpfs, KindProc, KindDevpts, KindMqueue:
 		return mountFS(root, rel, string(op.Kind), op.Options, op)
 	case KindBind:
 		if tree == 0 {

@@ -37,6 +37,11 @@ const (
 	// sandbox only, new ones mode 0620, its ptmx 0666): NoExec is
 	// required, KeepDevices makes the ptys usable.
 	KindDevpts Kind = "devpts"
+	// KindMqueue mounts the POSIX message queues of the sandbox's IPC
+	// namespace at Target, as hosts and Docker have /dev/mqueue: NoExec
+	// is required. Queues exist without it; with it they can be listed
+	// and removed (a recycled sandbox's reaper empties it between runs).
+	KindMqueue Kind = "mqueue"
 	// KindDir creates the directory Target.
 	KindDir Kind = "dir"
 	// KindSymlink creates Target as a symlink to Source.
@@ -219,10 +224,12 @@ func Default(o Options) (Plan, error) {
 	// tests; never the host's), with /dev/ptmx its multiplexer.
 	add(Op{Kind: KindDir, Target: "/dev/shm"})
 	add(Op{Kind: KindDir, Target: "/dev/pts"})
+	add(Op{Kind: KindDir, Target: "/dev/mqueue"})
 	add(Op{Kind: KindSymlink, Source: "pts/ptmx", Target: "/dev/ptmx"})
 	add(Op{Kind: KindCover, Target: "/dev", ReadOnly: true, NoExec: true, KeepDevices: true})
 	add(Op{Kind: KindTmpfs, Target: "/dev/shm", Options: tmpfsOpts(size, "1777"), NoExec: true})
 	add(Op{Kind: KindDevpts, Target: "/dev/pts", Options: "ptmxmode=0666,mode=0620", NoExec: true, KeepDevices: true})
+	add(Op{Kind: KindMqueue, Target: "/dev/mqueue", NoExec: true})
 
 	add(Op{Kind: KindTmpfs, Target: "/tmp", Options: tmpfsOpts(size, "1777")})
 	if o.Workspace != "" {
@@ -315,7 +322,7 @@ func (p Plan) Validate() error {
 		}
 		devBind := op.Kind == KindBind && op.CharDevice
 		devices := devBind || op.Kind == KindDevpts || op.Kind == KindCover
-		noexec := devBind || op.Kind == KindDevpts || op.Kind == KindCover || op.Kind == KindProc || op.Kind == KindMask
+		noexec := devBind || op.Kind == KindDevpts || op.Kind == KindMqueue || op.Kind == KindCover || op.Kind == KindProc || op.Kind == KindMask
 		readOnly := op.Kind == KindCover || op.Kind == KindMask
 		switch {
 		case op.KeepDevices && !devices, noexec && !op.NoExec, readOnly && !op.ReadOnly:
@@ -332,7 +339,7 @@ func (p Plan) Validate() error {
 			if op.Source == "" {
 				return fmt.Errorf("rootfs: op %d: symlink %s has no target", i, op.Target)
 			}
-		case KindTmpfs, KindProc, KindDevpts, KindCover, KindMask, KindDir, KindFile:
+		case KindTmpfs, KindProc, KindDevpts, KindMqueue, KindCover, KindMask, KindDir, KindFile:
 		default:
 			return fmt.Errorf("rootfs: op %d: unknown kind %q", i, op.Kind)
 		}

@@ -320,12 +320,14 @@ static unsigned char *wstr(unsigned char *p, const char *s, unsigned long max) {
 	return p;
 }
 
-#define WIRE_VERSION 7
+#define WIRE_VERSION 8
 
 // What a status message reports (one of them): a failed stage, the
 // waiting reaper set up ("prepared"), the program exec'd ("started"), or
 // its end ("ended", with its wait status).
-enum { EV_FAILED, EV_PREPARED, EV_STARTED, EV_ENDED };
+// A recycling reaper's end of a run is "ended" and "prepared" at once
+// (EV_RECYCLED): the sandbox is reset and waits for its next run.
+enum { EV_FAILED, EV_PREPARED, EV_STARTED, EV_ENDED, EV_RECYCLED };
 
 // status sends one init status message: event, with the wait status ws
 // (EV_ENDED), or the failed stage's errno (a negative return value) and
@@ -333,8 +335,8 @@ enum { EV_FAILED, EV_PREPARED, EV_STARTED, EV_ENDED };
 static void status(int fd, int event, unsigned ws, const char *stage, long err, const char *what) {
 	unsigned char m[4200], *p = m;
 	*p++ = WIRE_VERSION;
-	*p++ = 0, *p++ = event == EV_PREPARED, *p++ = 0; // ready, prepared, listener
-	*p++ = event == EV_STARTED, *p++ = event == EV_ENDED;
+	*p++ = 0, *p++ = event == EV_PREPARED || event == EV_RECYCLED, *p++ = 0; // ready, prepared, listener
+	*p++ = event == EV_STARTED, *p++ = event == EV_ENDED || event == EV_RECYCLED;
 	p = uvarint(p, ws);
 	p = wstr(p, stage, 16);
 	p = uvarint(p, (unsigned long)(-err) << 1);  // errno, a zigzag varint
@@ -547,6 +549,206 @@ static long lookexec(char **argv, char **envp) {
 	}
 }
 
+// Recycling (argv {"airlock-reaper", STATUSFD, "r", PROGFD, DIR...}): a
+// waiting reaper that serves one run after another (nsjail.Spec.Recycle).
+// Each run's stdin, stdout and stderr arrive as three fds (SCM_RIGHTS) on
+// STATUSFD, then its program on PROGFD (framed: the pipe stays open).
+// When the program ends, the run's every process is killed (kill -1 from
+// pid 1: its whole pid namespace but itself) and reaped, then the
+// sandbox is reset (reset): each DIR emptied (the writable tmpfs mounts:
+// /tmp, /dev/shm, /dev/mqueue) with its mode restored, and checked: no
+// SysV IPC object left, and pid 1's own attributes that its children
+// inherit and a program of the same uid could change (rlimits, nice,
+// scheduler, affinity, I/O priority, oom_score_adj) as they were. Only
+// then the run's "ended" goes out, with "prepared" when all of that held;
+// else the reaper ends after it and the supervisor discards the sandbox.
+#define MAXWIPE 8
+#define MAXDEPTH 64
+static const char *wipeDir[MAXWIPE];
+static unsigned wipeMode[MAXWIPE];
+static int nwipe;
+
+struct dirent64 {
+	unsigned long ino;
+	long off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
+static long fstatFd(int fd, struct stat *st) {
+	return sys6(__NR_newfstatat, fd, (long)"", (long)st, 0x1000 /* AT_EMPTY_PATH */, 0, 0);
+}
+
+// wipeAt empties the directory fd, which is on device dev, depth levels
+// below a wiped root; 0 if it could not (then the sandbox is discarded).
+// Entries are unlinked as they are read; after a subdirectory (emptied
+// and made writable first, whatever mode its program left), the scan
+// starts over: the buffer is shared by every level.
+static int wipeAt(int fd, unsigned long dev, int depth) {
+	static char buf[4096];
+	if (depth > MAXDEPTH)
+		return 0;
+	for (;;) {
+		long n = SYS(__NR_getdents64, fd, buf, sizeof buf);
+		if (n == 0)
+			return 1;
+		if (n < 0)
+			return 0;
+		int rescan = 0;
+		for (long off = 0; off < n && !rescan;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + off);
+			off += d->reclen;
+			if (d->name[0] == '.' && (!d->name[1] || (d->name[1] == '.' && !d->name[2])))
+				continue;
+			long r = SYS(__NR_unlinkat, fd, d->name, 0);
+			if (r == 0)
+				continue;
+			// /dev/mqueue's root is owned by an id unmapped here, which
+			// the kernel refuses an unlink in; mq_unlink removes a queue.
+			if (r == -13 /* EACCES */ && depth == 0 && SYS(__NR_mq_unlink, d->name, 0, 0) == 0)
+				continue;
+			if (r != -21 /* EISDIR */)
+				return 0;
+			// Its name, before the scan below reuses the buffer.
+			char name[256];
+			unsigned long i = 0;
+			for (; d->name[i] && i < sizeof name - 1; i++)
+				name[i] = d->name[i];
+			name[i] = 0;
+			long sub = SYS(__NR_openat, fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub == -13 /* EACCES */ && sys6(__NR_fchmodat, fd, (long)name, 0700, 0, 0, 0) == 0)
+				sub = SYS(__NR_openat, fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub < 0)
+				return 0;
+			struct stat st;
+			int ok = fstatFd((int)sub, &st) == 0 && st.st_dev == dev && SYS(__NR_fchmod, sub, 0700, 0) == 0 && wipeAt((int)sub, dev, depth + 1);
+			SYS(__NR_close, sub, 0, 0);
+			if (!ok || SYS(__NR_unlinkat, fd, name, 0x200 /* AT_REMOVEDIR */) < 0 || SYS(__NR_lseek, fd, 0, 0) < 0)
+				return 0;
+			rescan = 1;
+		}
+	}
+}
+
+// wipe restores the root's mode and empties it; 0 if it could not. A
+// root with extended attributes (user.* on a tmpfs) is not reset: 0.
+static int wipe(const char *path, unsigned mode) {
+	struct stat st;
+	char names[8];
+	if (sys6(__NR_newfstatat, -100, (long)path, (long)&st, 0x100 /* AT_SYMLINK_NOFOLLOW */, 0, 0) < 0)
+		return 0;
+	if ((st.st_mode & 07777) != mode && sys6(__NR_fchmodat, -100, (long)path, mode, 0, 0, 0) < 0)
+		return 0;
+	long fd = SYS(__NR_openat, -100, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int ok = fstatFd((int)fd, &st) == 0 && (st.st_mode & 07777) == mode && SYS(__NR_flistxattr, fd, names, sizeof names) == 0 &&
+		wipeAt((int)fd, st.st_dev, 0);
+	SYS(__NR_close, fd, 0, 0);
+	return ok;
+}
+
+// readSmall reads a small /proc file into b (NUL-terminated): its length,
+// or -1.
+static long readSmall(const char *path, char *b, unsigned long size) {
+	long fd = SYS(__NR_openat, -100, path, O_RDONLY | O_CLOEXEC), n;
+	if (fd < 0)
+		return -1;
+	n = readFull((int)fd, (unsigned char *)b, size - 1);
+	SYS(__NR_close, fd, 0, 0);
+	if (n < 0 || n == (long)size - 1)
+		return -1;
+	b[n] = 0;
+	return n;
+}
+
+// noIPC: the SysV tables of the sandbox's IPC namespace hold nothing (a
+// header line only). Objects outlive their processes; a run that left
+// one ends the sandbox rather than hand it to the next.
+static int noIPC(void) {
+	static const char *const tables[] = {"/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg"};
+	char b[512];
+	for (int i = 0; i < 3; i++) {
+		long n = readSmall(tables[i], b, sizeof b);
+		if (n <= 0)
+			return 0;
+		for (long j = 0; j < n - 1; j++)
+			if (b[j] == '\n')
+				return 0; // a second line: an object
+	}
+	return 1;
+}
+
+// attrs are pid 1's own inherited attributes that another process of its
+// uid may change: a run must leave them as the first run found them.
+struct attrs {
+	struct rlimit rl[16];
+	long nice, policy, ioprio;
+	unsigned char affinity[128];
+	long naff;
+	char oom[32];
+};
+
+static int getAttrs(struct attrs *a) {
+	unsigned char *z = (unsigned char *)a;
+	for (unsigned long i = 0; i < sizeof *a; i++)
+		z[i] = 0; // sameAttrs compares every byte
+	for (int i = 0; i < 16; i++)
+		if (sys6(__NR_prlimit64, 0, i, 0, (long)&a->rl[i], 0, 0) < 0)
+			return 0;
+	a->nice = SYS(__NR_getpriority, 0 /* PRIO_PROCESS */, 0, 0);
+	a->policy = SYS(__NR_sched_getscheduler, 0, 0, 0);
+	a->ioprio = SYS(__NR_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0, 0);
+	a->naff = SYS(__NR_sched_getaffinity, 0, sizeof a->affinity, a->affinity);
+	return a->nice >= 0 && a->policy >= 0 && a->ioprio >= 0 && a->naff > 0 && readSmall("/proc/self/oom_score_adj", a->oom, sizeof a->oom) > 0;
+}
+
+static int sameAttrs(const struct attrs *a, const struct attrs *b) {
+	const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
+	for (unsigned long i = 0; i < sizeof *a; i++)
+		if (x[i] != y[i])
+			return 0;
+	return 1;
+}
+
+// recvStreams receives a run's three stdio fds on the status socket: 1,
+// 0 at EOF (the supervisor discarded the sandbox), or -errno.
+static long recvStreams(int st, int fds[3]) {
+	char byte;
+	struct {
+		unsigned long len;
+		int level, type;
+		int fd[3];
+		int pad;
+	} __attribute__((aligned(8))) cm;
+	struct {
+		void *base;
+		unsigned long len;
+	} iov = {&byte, 1};
+	struct {
+		void *name;
+		int namelen;
+		void *iov;
+		unsigned long iovlen;
+		void *control;
+		unsigned long controllen;
+		int flags;
+	} msg = {0, 0, &iov, 1, &cm, sizeof cm, 0};
+	long r;
+	do
+		r = SYS(__NR_recvmsg, st, &msg, 0x40000000 /* MSG_CMSG_CLOEXEC */);
+	while (r == -4);
+	if (r <= 0)
+		return r;
+	if (msg.controllen < sizeof(unsigned long) + 2 * sizeof(int) + 3 * sizeof(int) || cm.level != 1 || cm.type != 1 ||
+	    cm.len != sizeof(unsigned long) + 2 * sizeof(int) + 3 * sizeof(int) || (msg.flags & 0x8 /* MSG_CTRUNC */))
+		return -22;
+	for (int i = 0; i < 3; i++)
+		fds[i] = cm.fd[i];
+	return 1;
+}
+
 // childFail tells the reaper which step failed and why, and ends.
 static void __attribute__((noreturn)) childFail(int errp, long stage, long err) {
 	long e[2] = {stage, err};
@@ -554,11 +756,44 @@ static void __attribute__((noreturn)) childFail(int errp, long stage, long err) 
 	quit(127);
 }
 
+// dropSignals takes the pending signals of set, without waiting.
+static void dropSignals(unsigned long set) {
+	struct {
+		long s, ns;
+	} zero = {0, 0};
+	while (sys6(__NR_rt_sigtimedwait, (long)&set, 0, (long)&zero, sizeof set, 0, 0) > 0)
+		;
+}
+
+// readProgram reads a waiting reaper's program from progfd into msg and
+// parses it: to its EOF (the supervisor closes the pipe after it), or,
+// recycling, just the one framed message. 0, EOF (1: discarded unused),
+// or -errno.
+static long readProgram(int progfd, int framed, struct program *pg) {
+	unsigned char hdr[4], extra;
+	long r = readFull(progfd, hdr, sizeof hdr);
+	if (r == 0)
+		return 1;
+	unsigned long n = r == 4 ? (hdr[0] | hdr[1] << 8 | hdr[2] << 16 | (unsigned long)hdr[3] << 24) + 4 : 0;
+	if (n == 0 || n > MAXMSG)
+		return r < 0 ? r : -22;
+	if ((r = mapBuffers(n)) < 0)
+		return r;
+	for (int i = 0; i < 4; i++)
+		msg[i] = hdr[i];
+	if ((r = readFull(progfd, msg + 4, n - 4)) < 0)
+		return r;
+	if (r != (long)(n - 4) || (!framed && readFull(progfd, &extra, 1) != 0))
+		return -22;
+	return parse(n, pg);
+}
+
 static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp) {
-	int waits = argc == 4 && equal(argv[2], "w");
+	int recycle = argc >= 4 && equal(argv[2], "r");
+	int waits = recycle || (argc == 4 && equal(argv[2], "w"));
 	long fd = argc >= 4 ? num(argv[1]) : -1, tty = waits ? 0 : argc >= 5 ? num(argv[2]) : -1;
 	long progfd = waits ? num(argv[3]) : -1;
-	if (fd < 3 || fd > 65535 || tty < 0 || tty > 1 || (waits && (progfd < 3 || progfd > 65535 || progfd == fd)))
+	if (fd < 3 || fd > 65535 || tty < 0 || tty > 1 || (waits && (progfd < 3 || progfd > 65535 || progfd == fd)) || argc > 4 + MAXWIPE)
 		quit(126);
 	int st = (int)fd;
 	unsigned long set = forwardedSigs | BIT(SIGCHLD), none = 0;
@@ -566,95 +801,137 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 	// Not dumpable: the program, our child with the same ids, can neither
 	// ptrace us nor reach our memory or fds through /proc/1.
 	long r = SYS(__NR_prctl, PR_SET_DUMPABLE, 0, 0);
-	int errp[2];
-	if (r < 0 || (r = SYS(__NR_fcntl, st, F_SETFD, FD_CLOEXEC)) < 0 || (waits && (r = SYS(__NR_fcntl, progfd, F_SETFD, FD_CLOEXEC)) < 0) ||
-	    (r = SYS(__NR_pipe2, errp, O_CLOEXEC, 0)) < 0) {
+	if (r < 0 || (r = SYS(__NR_fcntl, st, F_SETFD, FD_CLOEXEC)) < 0 || (waits && (r = SYS(__NR_fcntl, progfd, F_SETFD, FD_CLOEXEC)) < 0)) {
 		status(st, EV_FAILED, 0, "reaper", r, "airlock-reaper setup");
 		quit(1);
 	}
-	static struct program pg;
-	if (waits) {
-		// The request's program, or EOF: a sandbox discarded unused (the
-		// supervisor kills it anyway).
-		//
-		// Set up: the sandbox is prepared (the supervisor's Prepare
-		// returns on this report, so a failure before it is Prepare's).
-		status(st, EV_PREPARED, 0, "", 0, "");
-		unsigned char hdr[4], extra;
-		r = readFull((int)progfd, hdr, sizeof hdr);
-		if (r == 0)
-			quit(1);
-		unsigned long n = r == 4 ? (hdr[0] | hdr[1] << 8 | hdr[2] << 16 | (unsigned long)hdr[3] << 24) + 4 : 0;
-		if (n == 0 || n > MAXMSG)
-			r = r < 0 ? r : -22;
-		else if ((r = mapBuffers(n)) == 0) {
-			for (int i = 0; i < 4; i++)
-				msg[i] = hdr[i];
-			// The whole message, then its EOF (the supervisor closes the
-			// pipe after it).
-			if ((r = readFull((int)progfd, msg + 4, n - 4)) >= 0)
-				r = r != (long)(n - 4) || readFull((int)progfd, &extra, 1) != 0 ? -22 : parse(n, &pg);
+	static struct attrs first, now;
+	if (recycle) {
+		// What a reset restores (the modes) or checks against.
+		struct stat ds;
+		for (int i = 4; i < argc; i++) {
+			if (sys6(__NR_newfstatat, -100, (long)argv[i], (long)&ds, 0x100, 0, 0) < 0 || (ds.st_mode & 0170000) != 0040000)
+				r = -20; // ENOTDIR
+			wipeDir[nwipe] = argv[i], wipeMode[nwipe++] = ds.st_mode & 07777;
 		}
-		SYS(__NR_close, progfd, 0, 0);
-		if (r < 0) {
-			status(st, EV_FAILED, 0, "reaper", r, "airlock-reaper: the program message");
+		if (r < 0 || !getAttrs(&first)) {
+			status(st, EV_FAILED, 0, "reaper", r < 0 ? r : -5, "airlock-reaper: recycling setup");
 			quit(1);
 		}
 	}
-	long child = SYS(__NR_clone, SIGCHLD, 0, 0); // a fork
-	if (child == 0) {
-		// The program: a session of its own (with its terminal, a pty of
-		// its own, never the caller's: --tty, as its controlling one), no
-		// blocked signal.
-		SYS(__NR_setsid, 0, 0, 0);
-		if (waits) {
-			for (unsigned long i = 0; i < pg.nrl; i++)
-				if ((r = sys6(__NR_prlimit64, 0, (long)pg.rl[i].resource, (long)&pg.rl[i].cur, 0, 0, 0)) < 0)
-					childFail(errp[1], CHILD_SETRLIMIT, r);
-			if ((r = SYS(__NR_chdir, pg.dir, 0, 0)) < 0)
-				childFail(errp[1], CHILD_CHDIR, r);
-			sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof none, 0, 0);
-			childFail(errp[1], CHILD_EXEC, lookexec(pg.argv, pg.envp));
-		}
-		if (tty && (r = SYS(__NR_ioctl, 0, TIOCSCTTY, 0)) < 0)
-			childFail(errp[1], CHILD_EXEC, r);
-		sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof none, 0, 0);
-		childFail(errp[1], CHILD_EXEC, SYS(__NR_execve, argv[3], argv + 4, envp));
-	}
-	SYS(__NR_close, errp[1], 0, 0);
+	// Set up: the sandbox is prepared (the supervisor's Prepare returns
+	// on this report, so a failure before it is Prepare's).
 	if (waits)
-		SYS(__NR_munmap, msg, mapped, 0); // the child has its copy; pid 1 keeps no pages of it
-	if (child < 0) {
-		status(st, EV_FAILED, 0, "reaper", child, "fork");
-		quit(1);
-	}
-	// EOF: the program was exec'd (errp is close-on-exec); else why not.
-	long e[2] = {0, 0};
-	do
-		r = SYS(__NR_read, errp[0], e, sizeof e);
-	while (r == -4 /* EINTR */);
-	SYS(__NR_close, errp[0], 0, 0);
-	if (r != 0) {
-		sys6(__NR_wait4, child, 0, __WALL, 0, 0, 0);
-		if (r != sizeof e || e[0] < CHILD_EXEC || e[0] > CHILD_CHDIR)
-			e[0] = CHILD_EXEC, e[1] = -5; // EIO
-		// The waiting reaper's reports carry no message: the supervisor
-		// names the errno, as for the init's own reports.
-		status(st, EV_FAILED, 0, childStage[e[0]], e[1], waits ? "" : argv[3]);
-		quit(1);
-	}
-	status(st, EV_STARTED, 0, "", 0, "");
-	for (;;) {
-		int ws;
-		while ((r = sys6(__NR_wait4, -1, (long)&ws, WNOHANG | __WALL, 0, 0, 0)) > 0) {
-			if (r != child || (ws & 0x7f) == 0x7f)
-				continue; // an orphan, or a stop
+		status(st, EV_PREPARED, 0, "", 0, "");
+	static struct program pg;
+	for (;;) { // one run, or (recycling) one a turn
+		int errp[2], fds[3] = {-1, -1, -1};
+		// The run's streams (recycling), then its program, or EOF: a
+		// sandbox discarded (the supervisor kills it anyway).
+		if (recycle && (r = recvStreams(st, fds)) <= 0) {
+			if (r == 0)
+				quit(0);
+			status(st, EV_FAILED, 0, "reaper", r, "airlock-reaper: the run's streams");
+			quit(1);
+		}
+		if (waits) {
+			r = readProgram((int)progfd, recycle, &pg);
+			if (!recycle)
+				SYS(__NR_close, progfd, 0, 0);
+			if (r == 1)
+				quit(recycle ? 0 : 1);
+			if (r < 0) {
+				status(st, EV_FAILED, 0, "reaper", r, "airlock-reaper: the program message");
+				quit(1);
+			}
+		}
+		if (recycle)
+			dropSignals(set); // sent between runs: not this run's
+		if ((r = SYS(__NR_pipe2, errp, O_CLOEXEC, 0)) < 0) {
+			status(st, EV_FAILED, 0, "reaper", r, "airlock-reaper setup");
+			quit(1);
+		}
+		long child = SYS(__NR_clone, SIGCHLD, 0, 0); // a fork
+		if (child == 0) {
+			// The program: a session of its own (with its terminal, a pty of
+			// its own, never the caller's: --tty, as its controlling one), no
+			// blocked signal.
+			SYS(__NR_setsid, 0, 0, 0);
+			if (waits) {
+				// Recycling: the run's own streams (the originals are
+				// close-on-exec).
+				for (int i = 0; recycle && i < 3; i++)
+					if ((r = SYS(__NR_dup3, fds[i], i, 0)) < 0)
+						childFail(errp[1], CHILD_EXEC, r);
+				for (unsigned long i = 0; i < pg.nrl; i++)
+					if ((r = sys6(__NR_prlimit64, 0, (long)pg.rl[i].resource, (long)&pg.rl[i].cur, 0, 0, 0)) < 0)
+						childFail(errp[1], CHILD_SETRLIMIT, r);
+				if ((r = SYS(__NR_chdir, pg.dir, 0, 0)) < 0)
+					childFail(errp[1], CHILD_CHDIR, r);
+				sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof none, 0, 0);
+				childFail(errp[1], CHILD_EXEC, lookexec(pg.argv, pg.envp));
+			}
+			if (tty && (r = SYS(__NR_ioctl, 0, TIOCSCTTY, 0)) < 0)
+				childFail(errp[1], CHILD_EXEC, r);
+			sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof none, 0, 0);
+			childFail(errp[1], CHILD_EXEC, SYS(__NR_execve, argv[3], argv + 4, envp));
+		}
+		SYS(__NR_close, errp[1], 0, 0);
+		for (int i = 0; i < 3; i++)
+			if (fds[i] >= 0)
+				SYS(__NR_close, fds[i], 0, 0); // the run's streams are the child's only
+		if (waits)
+			SYS(__NR_munmap, msg, mapped, 0); // the child has its copy; pid 1 keeps no pages of it
+		if (child < 0) {
+			status(st, EV_FAILED, 0, "reaper", child, "fork");
+			quit(1);
+		}
+		// EOF: the program was exec'd (errp is close-on-exec); else why not.
+		long e[2] = {0, 0};
+		do
+			r = SYS(__NR_read, errp[0], e, sizeof e);
+		while (r == -4 /* EINTR */);
+		SYS(__NR_close, errp[0], 0, 0);
+		if (r != 0) {
+			sys6(__NR_wait4, child, 0, __WALL, 0, 0, 0);
+			if (r != sizeof e || e[0] < CHILD_EXEC || e[0] > CHILD_CHDIR)
+				e[0] = CHILD_EXEC, e[1] = -5; // EIO
+			// The waiting reaper's reports carry no message: the supervisor
+			// names the errno, as for the init's own reports.
+			status(st, EV_FAILED, 0, childStage[e[0]], e[1], waits ? "" : argv[3]);
+			quit(1);
+		}
+		status(st, EV_STARTED, 0, "", 0, "");
+		int ws = 0, ended = 0;
+		while (!ended) {
+			while (!ended && (r = sys6(__NR_wait4, -1, (long)&ws, WNOHANG | __WALL, 0, 0, 0)) > 0)
+				ended = r == child && (ws & 0x7f) != 0x7f; // else an orphan, or a stop
+			if (ended)
+				break;
+			r = sys6(__NR_rt_sigtimedwait, (long)&set, 0, 0, sizeof set, 0, 0);
+			if (r > 0 && r != SIGCHLD && SYS(__NR_kill, -child, r, 0) == -3 /* ESRCH */)
+				SYS(__NR_kill, child, r, 0);
+		}
+		if (!recycle) {
 			status(st, EV_ENDED, (unsigned)ws, "", 0, ""); // lost only if the supervisor is gone
 			quit((ws & 0x7f) == 0 ? (ws >> 8) & 0xff : 128 + (ws & 0x7f));
 		}
-		r = sys6(__NR_rt_sigtimedwait, (long)&set, 0, 0, sizeof set, 0, 0);
-		if (r > 0 && r != SIGCHLD && SYS(__NR_kill, -child, r, 0) == -3 /* ESRCH */)
-			SYS(__NR_kill, child, r, 0);
+		// Recycling. Ordering: every process of the run is gone (killed,
+		// then reaped: a zombie's writes are done) before the reset, so
+		// nothing writes into what is being emptied, and before "ended",
+		// so the run's streams are at their EOF when the supervisor
+		// reads it. Signals that arrived for the run since are dropped.
+		SYS(__NR_kill, -1, SIGKILL, 0);
+		while ((r = sys6(__NR_wait4, -1, 0, __WALL, 0, 0, 0)) != -10 /* ECHILD */)
+			if (r < 0 && r != -4)
+				break;
+		dropSignals(set);
+		int ok = r == -10 && noIPC() && getAttrs(&now) && sameAttrs(&first, &now);
+		for (int i = 0; ok && i < nwipe; i++)
+			ok = wipe(wipeDir[i], wipeMode[i]);
+		status(st, ok ? EV_RECYCLED : EV_ENDED, (unsigned)ws, "", 0, "");
+		if (!ok)
+			quit(1);
 	}
 }
 

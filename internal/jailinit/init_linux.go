@@ -169,7 +169,7 @@ func runInit(started int64) error {
 		if err := stage("report ready", reportReady(nil, listener)); err != nil {
 			return err
 		}
-		return execWaitingReaper(reaperFD(cfg))
+		return execWaitingReaper(reaperFD(cfg), cfg.Recycle)
 	}
 	// 8. Its rlimits, working directory and binary.
 	argv0, err := programSettings(&prog)

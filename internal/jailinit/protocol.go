@@ -110,6 +110,10 @@ type initConfig struct {
 	// program on the spec pipe (programConfig without filter or terminal)
 	// and does its rlimits, chdir and lookup itself (reaper_linux.go).
 	ReaperWaits bool
+	// Recycle (with ReaperWaits): the reaper serves one run after
+	// another (nsjail.Spec.Recycle), emptying these directories (the
+	// writable tmpfs mounts) between runs.
+	Recycle []string
 }
 
 // programConfig is the part of the spec applied just before exec: what

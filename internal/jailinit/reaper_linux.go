@@ -51,8 +51,9 @@ var forwardedSigs = []unix.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.S
 // execWaitingReaper execs the reaper from reaperFD with the status
 // socket and the spec pipe, on which it waits for its program (see
 // initConfig.ReaperWaits); it returns only on failure. No environment:
-// the program's comes with it.
-func execWaitingReaper(reaperFD int) error {
+// the program's comes with it. With recycle, the reaper serves runs until
+// its sandbox is discarded, and empties those directories between them.
+func execWaitingReaper(reaperFD int, recycle []string) error {
 	if reaperFD < 0 {
 		return stage("exec reaper", errors.New("a waiting reaper without a reaper"))
 	}
@@ -65,6 +66,9 @@ func execWaitingReaper(reaperFD int) error {
 		}
 	}
 	argv := []string{"airlock-reaper", strconv.Itoa(statusFD), "w", strconv.Itoa(specFD)}
+	if recycle != nil {
+		argv = append(argv[:2], append([]string{"r", strconv.Itoa(specFD)}, recycle...)...)
+	}
 	return stage("exec reaper", unix.Exec("/proc/self/fd/"+strconv.Itoa(reaperFD), argv, nil))
 }
 

@@ -37,7 +37,9 @@ import (
 // Version 6: initConfig.LastCap (the parent reads cap_last_cap, not the
 // init). Version 7: initConfig.ReaperWaits (the waiting reaper reads its
 // program in programConfig's form: cmd/airlock-spawn decodes it too).
-const wireVersion = 7
+// Version 8: initConfig.Recycle (and the reaper's "ended" may be
+// "prepared" too: recycled).
+const wireVersion = 8
 
 // writeMsg sends one message: header and payload in a single write.
 func writeMsg(w io.Writer, payload []byte) error {
@@ -239,6 +241,7 @@ func (c *initConfig) marshal() []byte {
 	e.bool(c.Reaper)
 	e.int(int64(c.LastCap))
 	e.bool(c.ReaperWaits)
+	e.strs(c.Recycle)
 	return e.b
 }
 
@@ -262,6 +265,9 @@ func (c *initConfig) unmarshal(b []byte) error {
 	c.Reaper = d.bool()
 	c.LastCap = d.smallInt()
 	c.ReaperWaits = d.bool()
+	if r := d.strs(); len(r) > 0 {
+		c.Recycle = r
+	}
 	return d.end()
 }
 
