@@ -20,7 +20,8 @@ import (
 // of requests (namespaces, root filesystem, cgroup and workspace ready,
 // the init waiting for its program), so that a request pays only for the
 // program's own start. A prepared sandbox serves one request and is then
-// destroyed; the pool prepares a new one in the background.
+// destroyed (or, with Reuse, up to Reuse requests, reset between them);
+// the pool prepares a new one in the background.
 type PoolConfig struct {
 	// Size is how many sandboxes are kept prepared. 0 = no pool.
 	Size int
@@ -36,6 +37,22 @@ type PoolConfig struct {
 	Policy policy.Policy
 	// Refill is how many sandboxes are prepared at once. 0 = 1.
 	Refill int
+	// Reuse is how many requests one prepared sandbox may serve, one
+	// after another (nsjail.Spec.Recycle); 0 or 1 = one. Between two
+	// requests its reaper kills every process of the last one and empties
+	// /tmp, /dev/shm and /dev/mqueue, the pool empties the workspace, and
+	// the cgroup's counters are reset; a request that leaves what cannot
+	// be reset (SysV IPC objects, a change to pid 1's attributes, files
+	// the pool cannot remove), or that was killed (timeout, CPU, output,
+	// seccomp kill rule, OOM), ends its sandbox instead. What one request
+	// leaves that outlives its processes and is none of those (a TCP port
+	// in TIME_WAIT on the sandbox's loopback, the kernel's caches) can be
+	// seen by the next: reuse only among requests that may share a
+	// sandbox. It needs a per-run cgroup whose memory peak can be reset
+	// (cgroup v1, or v2 on Linux 6.12 or later), a filter that allows
+	// nsjail.RecycleSyscalls and no egress; otherwise each sandbox serves
+	// one request.
+	Reuse int
 }
 
 // PoolStats counts what the warm pool did.
@@ -44,6 +61,7 @@ type PoolStats struct {
 	Warm     int64 // requests served by a prepared sandbox
 	Cold     int64 // requests the pool could have served but found empty
 	Failures int64 // preparations that failed
+	Reused   int64 // warm requests served by a sandbox that had served one before (Reuse)
 }
 
 // pool keeps up to Size prepared sandboxes. Tokens bound the number
@@ -65,10 +83,13 @@ type pool struct {
 	closing bool
 	fit     map[string]bool // policy JSON -> fits
 
-	warmN, coldN, failN atomic.Int64
+	warmN, coldN, failN, reusedN atomic.Int64
 	// reaperWaits: the pool's filter allows what a waiting reaper does
 	// under it (reaperMayWait), so its sandboxes start their reaper ahead.
 	reaperWaits bool
+	// recycle: Reuse > 1, and the filter allows what a recycling reaper
+	// does too.
+	recycle bool
 }
 
 // warm is one prepared sandbox with the workspace and cgroup it owns.
@@ -99,7 +120,8 @@ func newPool(e *Executor, cfg PoolConfig) (*pool, error) {
 		os.Remove(keyDir)
 		return nil, err
 	}
-	p.reaperWaits = reaperMayWait(cfg.Policy.Seccomp)
+	p.reaperWaits = reaperMayWait(cfg.Policy.Seccomp, nsjail.ReaperSyscalls)
+	p.recycle = cfg.Reuse > 1 && p.reaperWaits && reaperMayWait(cfg.Policy.Seccomp, nsjail.RecycleSyscalls)
 	for range cfg.Size {
 		p.tokens <- struct{}{}
 	}
@@ -115,14 +137,15 @@ func newPool(e *Executor, cfg PoolConfig) (*pool, error) {
 // before the request (nsjail.Spec.ReaperWaits): the reaper then makes
 // nsjail.ReaperSyscalls under the pool's filter. The default profile (or
 // none) allows them all; a rule naming one of them, or an imported
-// profile, may not: those pools start the reaper with the request.
-func reaperMayWait(s policy.Seccomp) bool {
+// profile, may not: those pools start the reaper with the request. (The
+// same test with nsjail.RecycleSyscalls: whether it may recycle.)
+func reaperMayWait(s policy.Seccomp, calls []string) bool {
 	if seccomp.Imported(s) {
 		return false
 	}
 	for _, r := range s.Rules {
 		for _, n := range r.Names {
-			if slices.Contains(nsjail.ReaperSyscalls, n) {
+			if slices.Contains(calls, n) {
 				return false
 			}
 		}
@@ -214,7 +237,7 @@ func (p *pool) prepare() (*warm, error) {
 		ws.remove()
 		return nil, err
 	}
-	spec.ReaperWaits = p.reaperWaits
+	spec.ReaperWaits, spec.Recycle = p.reaperWaits, p.recycle
 	w := &warm{ws: ws}
 	if spec.CgroupLimits != nil {
 		if w.cg, err = p.e.cgroups.New(*spec.CgroupLimits); err != nil {
@@ -279,10 +302,18 @@ func (p *pool) execute(ctx context.Context, req Request, enf policy.Enforcement)
 		return nil, false, nil
 	}
 	p.warmN.Add(1)
+	if w.prep.Runs() > 0 {
+		p.reusedN.Add(1)
+	}
 	// Used or not, this sandbox is destroyed after the request, in the
-	// background: the result need not wait for cgroup and directory
-	// removal. Close waits for it.
+	// background (the result need not wait for cgroup and directory
+	// removal; Close waits for it), unless it recycles and the request
+	// left it reset: then it goes back to the pool at once.
 	defer func() {
+		if p.putBack(w) {
+			p.wg.Done()
+			return
+		}
 		go func() {
 			defer p.wg.Done()
 			// The caller has its result and is delivering it (a server
@@ -328,6 +359,26 @@ func (p *pool) execute(ctx context.Context, req Request, enf policy.Enforcement)
 	return res, true, err
 }
 
+// putBack returns a recycling sandbox to the pool after a request, with
+// its workspace emptied, when its last run left it reusable and it has
+// runs left; false when it must go (the caller destroys it).
+func (p *pool) putBack(w *warm) bool {
+	if !w.prep.Reusable() || w.prep.Runs() >= p.cfg.Reuse || w.ws.reset() != nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing {
+		return false
+	}
+	select {
+	case p.ready <- w: // its token is still out: there is room
+		return true
+	default:
+		return false
+	}
+}
+
 // close stops refilling and destroys every prepared sandbox; it waits for
 // the cleanup of sandboxes in use, so it returns when nothing of the pool
 // is left.
@@ -359,7 +410,7 @@ func (p *pool) drain() {
 }
 
 func (p *pool) stats() PoolStats {
-	return PoolStats{Ready: len(p.ready), Warm: p.warmN.Load(), Cold: p.coldN.Load(), Failures: p.failN.Load()}
+	return PoolStats{Ready: len(p.ready), Warm: p.warmN.Load(), Cold: p.coldN.Load(), Failures: p.failN.Load(), Reused: p.reusedN.Load()}
 }
 
 // PoolStats reports the warm pool's counters; the zero value when the

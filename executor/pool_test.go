@@ -252,3 +252,62 @@ func TestWarmPoolWaitingReaper(t *testing.T) {
 func normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func js(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// A pool with Reuse serves up to that many requests with one sandbox,
+// each finding /tmp, /workspace and the process table as a fresh one
+// would, and prepares a new sandbox after the last or after a request
+// that was killed. Without a per-run cgroup (rootless on cgroup v1) it
+// does not recycle: every request gets a sandbox of its own.
+func TestWarmPoolReuse(t *testing.T) {
+	testutil.RequireUserNS(t)
+	spawn := testutil.RequireReaper(t)
+	_, recycles := testutil.Cgroups(t)
+	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t), SpawnPath: spawn, Pool: executor.PoolConfig{Size: 1, Policy: policy.Default(), Reuse: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	full := func() {
+		t.Helper()
+		if !testutil.WaitFor(time.Minute, func() bool { return ex.PoolStats().Ready == 1 }) {
+			t.Fatalf("pool never filled: %+v", ex.PoolStats())
+		}
+	}
+	mode := "w"
+	if recycles {
+		mode = "r"
+	}
+	script := `head -c 18 /proc/1/cmdline | tr '\0' ' '; echo; ls -A /tmp /workspace; set -- /proc/[0-9]*; echo $#
+		touch /tmp/x /workspace/y; mkdir /workspace/d; chmod 0 /workspace; setsid sleep 100 </dev/null >/dev/null 2>&1 &`
+	want := "airlock-reaper 4 " + mode + "\n/tmp:\n\n/workspace:\n2\n"
+	for i := range 4 {
+		full()
+		res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", script}, Policy: policy.Default()})
+		if err != nil || res.Status != nsjail.StatusOK || res.Stdout != want {
+			t.Fatalf("request %d: %v %q, want %q (%+v)", i, err, res.Stdout, want, res)
+		}
+	}
+	st := ex.PoolStats()
+	wantReused := int64(0)
+	if recycles {
+		wantReused = 2 // the second and third requests; the fourth has a new sandbox
+	}
+	if st.Warm != 4 || st.Cold != 0 || st.Reused != wantReused {
+		t.Fatalf("pool stats %+v, want 4 warm, %d reused", st, wantReused)
+	}
+	// A killed request ends its sandbox: the next has a new one.
+	full()
+	timeout := policy.Default()
+	timeout.Timeout = policy.Duration(300 * time.Millisecond)
+	if res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"sleep", "10"}, Policy: timeout}); err != nil || res.Status != nsjail.StatusTimeout {
+		t.Fatalf("timeout: %v %+v", err, res)
+	}
+	full()
+	before := ex.PoolStats().Reused
+	if res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", script}, Policy: policy.Default()}); err != nil || res.Stdout != want {
+		t.Fatalf("after a timeout: %v %+v", err, res)
+	}
+	if st := ex.PoolStats(); st.Reused != before {
+		t.Fatalf("a killed request's sandbox was reused: %+v", st)
+	}
+}

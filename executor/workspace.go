@@ -240,3 +240,34 @@ func (c *collector) read(dirfd int, name, rel string) File {
 }
 
 func (w *workspace) remove() error { return os.RemoveAll(w.dir) }
+
+// reset empties the workspace for a recycled sandbox's next request and
+// restores its mode (the program owns it and may have changed it); an
+// error (a file the supervisor cannot remove, extended attributes on
+// the directory itself) means it cannot be reused.
+func (w *workspace) reset() error {
+	if err := os.Chmod(w.dir, 0o700); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(w.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(w.dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	// user.* attributes are the program's to set on a directory it owns.
+	buf := make([]byte, 4096)
+	n, err := unix.Listxattr(w.dir, buf)
+	if err != nil {
+		return err
+	}
+	for _, name := range strings.Split(string(buf[:n]), "\x00") {
+		if strings.HasPrefix(name, "user.") {
+			return errors.New("the workspace has extended attributes")
+		}
+	}
+	return nil
+}

@@ -51,6 +51,8 @@ func newMetrics(s *Server) *metrics {
 			pool(func(p executor.PoolStats) float64 { return float64(p.Warm) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "airlock_pool_misses_total", Help: "Requests the pool could have served but found empty."},
 			pool(func(p executor.PoolStats) float64 { return float64(p.Cold) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "airlock_pool_reused_total", Help: "Pool hits served by a sandbox that had served a request before (--reuse)."},
+			pool(func(p executor.PoolStats) float64 { return float64(p.Reused) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "airlock_pool_failures_total", Help: "Pool preparations that failed."},
 			pool(func(p executor.PoolStats) float64 { return float64(p.Failures) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "airlock_sessions", Help: "Open sessions."},

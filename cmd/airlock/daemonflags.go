@@ -21,7 +21,7 @@ type serveFlags struct {
 	listen                         listFlag
 	tokenFile, workDir, maxRequest string
 	maxConcurrent, maxQueue, pool  int
-	maxSessions                    int
+	maxSessions, reuse             int
 	sessionIdle, drain             time.Duration
 }
 
@@ -44,6 +44,7 @@ func serverFlagSet(name, usage, listenDefault string, stderr io.Writer) (*flag.F
 	fs.IntVar(&sf.maxSessions, "max-sessions", 64, "open sessions at most")
 	fs.DurationVar(&sf.sessionIdle, "session-idle", 10*time.Minute, "a session's idle timeout (and the most a session may ask for)")
 	fs.IntVar(&sf.pool, "pool", -1, "warm pool size (default --max-concurrent; 0 = none)")
+	fs.IntVar(&sf.reuse, "reuse", 1, "requests one pooled sandbox may serve, reset between them (docs/serve.md: only for requests that may share a sandbox; 1 = a sandbox per request)")
 	fs.DurationVar(&sf.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running requests may finish before they are killed")
 	fs.StringVar(&sf.workDir, "work-dir", "", "`dir` for workspaces, locked by this server; leftovers of a killed server are removed at start (default $TMPDIR/airlock-"+name+"-UID)")
 	return fs, f, &sf

@@ -106,6 +106,9 @@ func startServed(name string, f *runFlags, sf *serveFlags, stderr io.Writer) (*d
 	if sf.pool < 0 {
 		sf.pool = sf.maxConcurrent
 	}
+	if sf.reuse < 1 {
+		return fail(policy.Invalid("--reuse", "%d: want 1 (a sandbox per request) or more", sf.reuse))
+	}
 	maxReq, err := policy.ParseSize(sf.maxRequest)
 	if err != nil || maxReq <= 0 {
 		return fail(policy.Invalid("--max-request", "%q: want a positive size like 16MiB", sf.maxRequest))
@@ -129,7 +132,7 @@ func startServed(name string, f *runFlags, sf *serveFlags, stderr io.Writer) (*d
 	}
 	cfg := cliConfig(cacheDir())
 	cfg.Logger, cfg.WorkDir = sv.log, work
-	cfg.Pool = executor.PoolConfig{Size: sf.pool, Policy: p, Refill: min(sf.pool, 2)}
+	cfg.Pool = executor.PoolConfig{Size: sf.pool, Policy: p, Refill: min(sf.pool, 2), Reuse: sf.reuse}
 	ex, err := executor.New(cfg)
 	var inv *policy.InvalidError
 	if errors.As(err, &inv) && inv.Field == "pool" {
