@@ -3,7 +3,6 @@
 package cgroups
 
 import (
-	"bufio"
 	"errors"
 	"os"
 	"strconv"
@@ -14,45 +13,76 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The cgroup files are read and written with plain syscalls, not
+// os.File: an os.File of a kernfs file registers with the runtime's
+// poller (two epoll_ctl calls a file), and a run reads several; the
+// serving path did four reads a run.
+
 func writeFile(path, value string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_TRUNC|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	_, err = f.WriteString(value)
-	if cerr := f.Close(); err == nil {
+	n, err := unix.Write(fd, []byte(value))
+	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
+	if err == nil && n != len(value) {
+		err = syscall.EIO
+	}
 	if err != nil {
-		return &os.PathError{Op: "write", Path: path, Err: errors.Unwrap(err)}
+		return &os.PathError{Op: "write", Path: path, Err: err}
 	}
 	return nil
 }
 
+// readSmall reads a file of at most a page (the counters' files).
+func readSmall(path string) (string, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	var buf [4096]byte
+	got := 0
+	for got < len(buf) {
+		n, err := unix.Read(fd, buf[got:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return "", &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			break
+		}
+		got += n
+	}
+	return string(buf[:got]), nil
+}
+
 func readInt(path string) (int64, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSmall(path)
 	if err != nil {
 		return 0, err
 	}
-	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return strconv.ParseInt(strings.TrimSpace(b), 10, 64)
 }
 
 // readKey returns the value of "key value" in a flat keyed file
 // (memory.events, cpu.stat, memory.oom_control).
 func readKey(path, key string) (int64, error) {
-	f, err := os.Open(path)
+	b, err := readSmall(path)
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
+	for line := range strings.Lines(b) {
+		k, v, ok := strings.Cut(line, " ")
 		if ok && k == key {
 			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		}
 	}
-	return 0, sc.Err()
+	return 0, nil
 }
 
 // pids lists the processes in a cgroup directory.

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/internal/jailinit"
 	"github.com/airlock-sandbox/airlock/policy"
 	"golang.org/x/sys/unix"
@@ -54,20 +55,21 @@ type Sandbox struct {
 	pid   int
 	pidfd int
 
-	held        []*os.File    // namespaces kept until the init is reaped (holdNamespaces)
-	placed      bool          // in its cgroup from its start: born there (v2) or moves itself (v1)
-	joins       int           // v1: the tasks files the init moves itself with (initConfig.JoinCgroup)
-	outs        []*outPipe    // the program's output pipes (outpipe_linux.go)
-	programSent bool          // the program went with the spec (build)
-	reaper      bool          // the init inherits the reaper (initConfig.Reaper)
-	waits       bool          // a prepared sandbox's reaper waits for its program (Spec.ReaperWaits; build)
-	readyAhead  bool          // the init's "ready" was read while preparing (waits)
-	recycle     bool          // a prepared sandbox's reaper serves run after run (Spec.Recycle; build)
-	lastCap     int           // the kernel's last capability (initConfig.LastCap; ambient caps)
-	cpuBase     time.Duration // the cgroup's CPU time before the program (prepared sandboxes)
-	oomBase     uint64        // the cgroup's OOM kills before the program (recycled runs)
-	egressLn    net.Listener  // net allow: the init's listener, until served (under mu)
-	egressSent  bool          // the init sent it (under mu; egressLn may be gone already)
+	held        []*os.File     // namespaces kept until the init is reaped (holdNamespaces)
+	placed      bool           // in its cgroup from its start: born there (v2) or moves itself (v1)
+	joins       int            // v1: the tasks files the init moves itself with (initConfig.JoinCgroup)
+	outs        []*outPipe     // the program's output pipes (outpipe_linux.go)
+	programSent bool           // the program went with the spec (build)
+	reaper      bool           // the init inherits the reaper (initConfig.Reaper)
+	waits       bool           // a prepared sandbox's reaper waits for its program (Spec.ReaperWaits; build)
+	readyAhead  bool           // the init's "ready" was read while preparing (waits)
+	recycle     bool           // a prepared sandbox's reaper serves run after run (Spec.Recycle; build)
+	lastCap     int            // the kernel's last capability (initConfig.LastCap; ambient caps)
+	cpuBase     time.Duration  // the cgroup's CPU time before the program (prepared sandboxes)
+	oomBase     uint64         // the cgroup's OOM kills before the program (recycled runs)
+	endStats    *cgroups.Stats // the cgroup's usage when Wait read it (nil: not read)
+	egressLn    net.Listener   // net allow: the init's listener, until served (under mu)
+	egressSent  bool           // the init sent it (under mu; egressLn may be gone already)
 
 	mu        sync.Mutex
 	reason    Status // why the supervisor killed it; "" = it did not

@@ -13,10 +13,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/seccomp"
+	"golang.org/x/sys/unix"
 )
 
 // Prepared is a sandbox built ahead of a request: its namespaces, root
@@ -42,6 +45,14 @@ type Prepared struct {
 	used bool // started (once) or closed; a recycled one: discarded
 	busy bool // a recycled one: a run started, its Wait not returned
 	runs int  // a recycled one: runs started
+	// statusNB is the status socket, non-blocking, and status its raw
+	// connection (a recycled one's runs: pollStatus).
+	statusNB *os.File
+	status   syscall.RawConn
+	devNull  int // -1 until setupRuns
+	// base is the cgroup's usage when the next run starts (a recycled
+	// one: read at the end of the last run, or of the preparation).
+	base cgroups.Stats
 }
 
 // ReaperSyscalls are the calls the sandbox's reaper makes under the
@@ -109,7 +120,7 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	if err != nil {
 		return nil, &policy.SetupError{Stage: "pipe", Err: err}
 	}
-	p := &Prepared{stdinW: stdinW, stdout: &lateWriter{}, stderr: &lateWriter{}}
+	p := &Prepared{stdinW: stdinW, stdout: &lateWriter{}, stderr: &lateWriter{}, devNull: -1}
 	// The streams are the init's from its clone on; the request's own are
 	// connected to them at Start.
 	spec.Stdin, spec.Stdout, spec.Stderr = stdinR, p.stdout, p.stderr
@@ -130,13 +141,23 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		// Each run brings its own stdin (startRecycled).
 		p.stdinW.Close()
 		p.stdinW = nil
+		if err = p.setupRuns(); err != nil {
+			s.Kill()
+			<-s.exited
+			err = &policy.SetupError{Stage: "status", Err: err}
+		}
 	}
 	if stop() && err == nil {
 		// A request's usage counts from here: the cgroup holds the
 		// preparation's already, and the idle init adds next to nothing.
 		if g := spec.Cgroup; g != nil {
 			if st, err := g.Stats(); err == nil {
-				s.cpuBase = st.CPU
+				s.cpuBase, p.base = st.CPU, st
+			} else if s.recycle {
+				s.Kill()
+				<-s.exited
+				p.closeFiles()
+				return nil, &policy.SetupError{Stage: "cgroup stats", Err: err}
 			}
 		}
 		return p, nil
@@ -275,6 +296,13 @@ func (p *Prepared) Close() error {
 
 func (p *Prepared) closeFiles() {
 	p.c.close()
+	if p.statusNB != nil {
+		p.statusNB.Close()
+	}
+	if p.devNull >= 0 {
+		unix.Close(p.devNull)
+		p.devNull = -1
+	}
 	if p.stdinW != nil {
 		p.stdinW.Close()
 	}

@@ -32,7 +32,7 @@ import (
 // program's filter besides ReaperSyscalls: its streams, the reset
 // between runs and the checks. The default profile allows them all.
 var RecycleSyscalls = []string{"recvmsg", "dup3", "openat", "getdents64", "unlinkat", "fchmodat", "fchmod", "lseek",
-	"flistxattr", "getpriority", "sched_getscheduler", "ioprio_get", "sched_getaffinity", "mq_unlink"}
+	"flistxattr", "getpriority", "sched_getscheduler", "ioprio_get", "sched_getaffinity", "mq_unlink", "pread64"}
 
 // recycledRun is a recycled sandbox's run's own state.
 type recycledRun struct {
@@ -136,48 +136,58 @@ func (p *Prepared) startRecycled(ctx context.Context, spec Spec) (*Sandbox, erro
 		p.discard()
 		return nil, &policy.SetupError{Stage: stage, Err: err}
 	}
-	cs, err := g.Stats()
-	if err == nil {
-		err = g.ResetPeak()
-	}
-	if err != nil {
+	// The bases: the usage at the last run's end (nothing runs between
+	// runs). The peak is the group's own, reset.
+	if err := g.ResetPeak(); err != nil {
 		return fail("cgroup", err)
 	}
-	s.cpuBase, s.oomBase = cs.CPU, cs.OOMKills
-	// The run's streams: the program's stdin, and the output pipes that
-	// startOutput copies to the run's writers.
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		return fail("pipe", err)
+	p.mu.Lock()
+	s.cpuBase, s.oomBase = p.base.CPU, p.base.OOMKills
+	p.mu.Unlock()
+	// The run's streams: its stdin (a pipe fed from spec.Stdin, or
+	// /dev/null, as a cold run gets without one), and the output pipes
+	// that startOutput copies to the run's writers.
+	var stdinR, stdinW *os.File
+	var err error
+	stdin := p.devNull
+	if spec.Stdin != nil {
+		if stdinR, stdinW, err = os.Pipe(); err != nil {
+			return fail("pipe", err)
+		}
+		stdin = int(stdinR.Fd())
 	}
-	out, errw := s.outputs(&spec)
-	files := []*os.File{stdinR}
-	for _, w := range []io.Writer{s.outPipe(out), s.outPipe(errw)} {
-		if f, ok := w.(*os.File); ok {
-			files = append(files, f)
+	closeStdin := func() {
+		if stdinR != nil {
+			stdinR.Close()
+			stdinW.Close()
 		}
 	}
-	if len(files) != 3 {
-		stdinR.Close()
-		stdinW.Close()
+	out, errw := s.outputs(&spec)
+	var fds []int
+	for _, w := range []io.Writer{s.outPipe(out), s.outPipe(errw)} {
+		if f, ok := w.(*os.File); ok {
+			fds = append(fds, int(f.Fd()))
+		}
+	}
+	if len(fds) != 2 {
+		closeStdin()
 		s.startOutput(false)
 		return fail("pipe", errors.New("no pipe for the run's output"))
 	}
-	rights := unix.UnixRights(int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd()))
-	err = unix.Sendmsg(int(p.c.statusR.Fd()), []byte{0}, rights, nil, unix.MSG_NOSIGNAL)
-	stdinR.Close()
+	err = p.sendStreams(unix.UnixRights(stdin, fds[0], fds[1]))
+	if stdinR != nil {
+		stdinR.Close()
+	}
 	s.startOutput(err == nil) // our write ends go: the run's processes hold the only ones
 	if err != nil {
-		stdinW.Close()
+		closeStdin()
 		return fail("send streams", err)
 	}
 	s.start, s.startNS = time.Now(), monotonicNS()
 	started := make(chan error, 1)
-	go s.follow(p.c.statusR, started)
+	go s.follow(p.status, started)
 	go s.watch(ctx)
-	if spec.Stdin == nil {
-		stdinW.Close()
-	} else {
+	if stdinW != nil {
 		go func() {
 			io.Copy(stdinW, spec.Stdin)
 			stdinW.Close()
@@ -206,7 +216,7 @@ func (p *Prepared) startRecycled(ctx context.Context, spec Spec) (*Sandbox, erro
 // follow reads a recycled run's reports: its start (or why not) goes to
 // started, its end ends the run. EOF is the sandbox's death (killed, or
 // its reaper gone): the run ends once the process is reaped.
-func (s *Sandbox) follow(statusR *os.File, started chan<- error) {
+func (s *Sandbox) follow(status syscall.RawConn, started chan<- error) {
 	rec := s.rec
 	var startErr error
 	sent := false
@@ -218,9 +228,15 @@ func (s *Sandbox) follow(statusR *os.File, started chan<- error) {
 	}
 	var buf [4 << 10]byte
 	for !rec.ended {
-		n, _, _, _, err := unix.Recvmsg(int(statusR.Fd()), buf[:], nil, 0)
-		if errors.Is(err, unix.EINTR) {
-			continue
+		// Through the runtime's poller: a blocked read parks only this
+		// goroutine, not a thread.
+		var n int
+		var err error
+		if rerr := status.Read(func(fd uintptr) bool {
+			n, _, _, _, err = unix.Recvmsg(int(fd), buf[:], nil, 0)
+			return err != unix.EAGAIN && err != unix.EINTR
+		}); rerr != nil {
+			err = rerr
 		}
 		if err != nil || n == 0 {
 			break
@@ -297,17 +313,53 @@ func (s *Sandbox) waitRecycled() (*Result, error) {
 		}
 	}
 	res, err := s.finish(&Result{WallTimeMS: wall.Milliseconds(), Enforced: s.enforced}, ws, reason, violation, cancelled)
-	reusable := rec.ended && rec.recycled && reason == "" && res != nil && res.Error == nil &&
-		(res.Status == StatusOK || res.Status == StatusExited || res.Status == StatusSignaled)
-	if cs, serr := s.spec.Cgroup.Stats(); serr != nil || cs.OOMKills != s.oomBase {
-		reusable = false
-	}
+	// finish read the cgroup (endStats; nil when it could not).
+	reusable := rec.ended && rec.recycled && reason == "" && res != nil && res.Error == nil && s.endStats != nil &&
+		s.endStats.OOMKills == s.oomBase && (res.Status == StatusOK || res.Status == StatusExited || res.Status == StatusSignaled)
 	if reusable {
+		rec.p.mu.Lock()
+		rec.p.base = *s.endStats
+		rec.p.mu.Unlock()
 		rec.p.release()
 	} else {
 		rec.p.discard()
 	}
 	return res, err
+}
+
+// sendStreams sends a run's streams to the reaper, on the status socket.
+func (p *Prepared) sendStreams(rights []byte) error {
+	var err error
+	if werr := p.status.Write(func(fd uintptr) bool {
+		err = unix.Sendmsg(int(fd), []byte{0}, rights, nil, unix.MSG_NOSIGNAL)
+		return err != unix.EAGAIN && err != unix.EINTR
+	}); werr != nil {
+		return werr
+	}
+	return err
+}
+
+// setupRuns readies what a recycled sandbox's runs share: the status
+// socket through the runtime's poller (a copy of it, non-blocking: the
+// original was put in blocking mode by the preparation's reads), and
+// /dev/null, the stdin of a run without one. Called once, at Prepare.
+func (p *Prepared) setupRuns() error {
+	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	p.devNull = null
+	fd, err := unix.FcntlInt(p.c.statusR.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return err
+	}
+	p.statusNB = os.NewFile(uintptr(fd), "status")
+	p.status, err = p.statusNB.SyscallConn()
+	return err
 }
 
 // release makes p take its next run.

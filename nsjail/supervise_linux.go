@@ -403,6 +403,7 @@ func (s *Sandbox) finish(res *Result, ws syscall.WaitStatus, reason Status, viol
 				Message: "cgroup stats unavailable, so memory and CPU are pid 1's own and an OOM kill reads as a SIGKILL: " + err.Error()}
 			s.log.Warn("reading a run's cgroup stats", slog.Any("error", err))
 		} else {
+			s.endStats = &cs
 			cpu := cs.CPU - s.cpuBase
 			res.MemoryPeakBytes, res.CPUTimeMS = cs.MemoryPeak, cpu.Milliseconds()
 			if cs.OOMKills > s.oomBase && (reason == "" || reason == StatusSignaled) {

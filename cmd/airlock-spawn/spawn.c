@@ -564,7 +564,6 @@ static long lookexec(char **argv, char **envp) {
 // else the reaper ends after it and the supervisor discards the sandbox.
 #define MAXWIPE 8
 #define MAXDEPTH 64
-static const char *wipeDir[MAXWIPE];
 static unsigned wipeMode[MAXWIPE];
 static int nwipe;
 
@@ -631,32 +630,32 @@ static int wipeAt(int fd, unsigned long dev, int depth) {
 	}
 }
 
-// wipe restores the root's mode and empties it; 0 if it could not. A
-// root with extended attributes (user.* on a tmpfs) is not reset: 0.
-static int wipe(const char *path, unsigned mode) {
+// The roots to empty and the /proc files read between runs are opened
+// once, when the reaper starts: opening them again each run cost more
+// than the rest of the reset. A root cannot be replaced (no mount), and
+// its fd keeps working whatever mode a run gives it.
+static int wipeFd[MAXWIPE];
+static unsigned long wipeDev[MAXWIPE];
+static int ipcFd[3], oomFd;
+
+// wipe restores root i's mode and empties it; 0 if it could not. A root
+// with extended attributes (user.* on a tmpfs) is not reset: 0.
+static int wipe(int i) {
 	struct stat st;
 	char names[8];
-	if (sys6(__NR_newfstatat, -100, (long)path, (long)&st, 0x100 /* AT_SYMLINK_NOFOLLOW */, 0, 0) < 0)
+	int fd = wipeFd[i];
+	if (fstatFd(fd, &st) < 0 || ((st.st_mode & 07777) != wipeMode[i] && SYS(__NR_fchmod, fd, wipeMode[i], 0) < 0))
 		return 0;
-	if ((st.st_mode & 07777) != mode && sys6(__NR_fchmodat, -100, (long)path, mode, 0, 0, 0) < 0)
-		return 0;
-	long fd = SYS(__NR_openat, -100, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	int ok = fstatFd((int)fd, &st) == 0 && (st.st_mode & 07777) == mode && SYS(__NR_flistxattr, fd, names, sizeof names) == 0 &&
-		wipeAt((int)fd, st.st_dev, 0);
-	SYS(__NR_close, fd, 0, 0);
-	return ok;
+	return SYS(__NR_flistxattr, fd, names, sizeof names) == 0 && SYS(__NR_lseek, fd, 0, 0) == 0 && wipeAt(fd, wipeDev[i], 0);
 }
 
-// readSmall reads a small /proc file into b (NUL-terminated): its length,
-// or -1.
-static long readSmall(const char *path, char *b, unsigned long size) {
-	long fd = SYS(__NR_openat, -100, path, O_RDONLY | O_CLOEXEC), n;
-	if (fd < 0)
-		return -1;
-	n = readFull((int)fd, (unsigned char *)b, size - 1);
-	SYS(__NR_close, fd, 0, 0);
+// preadSmall reads a small /proc file, open as fd, from its start into b
+// (NUL-terminated): its length, or -1.
+static long preadSmall(int fd, char *b, unsigned long size) {
+	long n;
+	do
+		n = sys6(__NR_pread64, fd, (long)b, (long)(size - 1), 0, 0, 0);
+	while (n == -4);
 	if (n < 0 || n == (long)size - 1)
 		return -1;
 	b[n] = 0;
@@ -667,10 +666,9 @@ static long readSmall(const char *path, char *b, unsigned long size) {
 // header line only). Objects outlive their processes; a run that left
 // one ends the sandbox rather than hand it to the next.
 static int noIPC(void) {
-	static const char *const tables[] = {"/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg"};
 	char b[512];
 	for (int i = 0; i < 3; i++) {
-		long n = readSmall(tables[i], b, sizeof b);
+		long n = preadSmall(ipcFd[i], b, sizeof b);
 		if (n <= 0)
 			return 0;
 		for (long j = 0; j < n - 1; j++)
@@ -678,6 +676,27 @@ static int noIPC(void) {
 				return 0; // a second line: an object
 	}
 	return 1;
+}
+
+// openRecycling opens what the resets use (argv's roots, the /proc
+// files) and records each root's mode and device: 0, or -errno.
+static long openRecycling(int argc, char **argv) {
+	static const char *const tables[] = {"/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg"};
+	struct stat st;
+	long fd;
+	for (int i = 4; i < argc; i++) {
+		if ((fd = SYS(__NR_openat, -100, argv[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			return fd;
+		if (fstatFd((int)fd, &st) < 0)
+			return -5;
+		wipeFd[nwipe] = (int)fd, wipeMode[nwipe] = st.st_mode & 07777, wipeDev[nwipe++] = st.st_dev;
+	}
+	for (int i = 0; i < 3; i++)
+		if ((ipcFd[i] = (int)SYS(__NR_openat, -100, tables[i], O_RDONLY | O_CLOEXEC)) < 0)
+			return ipcFd[i];
+	if ((oomFd = (int)SYS(__NR_openat, -100, "/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC)) < 0)
+		return oomFd;
+	return 0;
 }
 
 // attrs are pid 1's own inherited attributes that another process of its
@@ -701,7 +720,7 @@ static int getAttrs(struct attrs *a) {
 	a->policy = SYS(__NR_sched_getscheduler, 0, 0, 0);
 	a->ioprio = SYS(__NR_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0, 0);
 	a->naff = SYS(__NR_sched_getaffinity, 0, sizeof a->affinity, a->affinity);
-	return a->nice >= 0 && a->policy >= 0 && a->ioprio >= 0 && a->naff > 0 && readSmall("/proc/self/oom_score_adj", a->oom, sizeof a->oom) > 0;
+	return a->nice >= 0 && a->policy >= 0 && a->ioprio >= 0 && a->naff > 0 && preadSmall(oomFd, a->oom, sizeof a->oom) > 0;
 }
 
 static int sameAttrs(const struct attrs *a, const struct attrs *b) {
@@ -808,12 +827,7 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 	static struct attrs first, now;
 	if (recycle) {
 		// What a reset restores (the modes) or checks against.
-		struct stat ds;
-		for (int i = 4; i < argc; i++) {
-			if (sys6(__NR_newfstatat, -100, (long)argv[i], (long)&ds, 0x100, 0, 0) < 0 || (ds.st_mode & 0170000) != 0040000)
-				r = -20; // ENOTDIR
-			wipeDir[nwipe] = argv[i], wipeMode[nwipe++] = ds.st_mode & 07777;
-		}
+		r = openRecycling(argc, argv);
 		if (r < 0 || !getAttrs(&first)) {
 			status(st, EV_FAILED, 0, "reaper", r < 0 ? r : -5, "airlock-reaper: recycling setup");
 			quit(1);
@@ -928,7 +942,7 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 		dropSignals(set);
 		int ok = r == -10 && noIPC() && getAttrs(&now) && sameAttrs(&first, &now);
 		for (int i = 0; ok && i < nwipe; i++)
-			ok = wipe(wipeDir[i], wipeMode[i]);
+			ok = wipe(i);
 		status(st, ok ? EV_RECYCLED : EV_ENDED, (unsigned)ws, "", 0, "");
 		if (!ok)
 			quit(1);
