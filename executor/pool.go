@@ -97,6 +97,37 @@ type warm struct {
 	prep *nsjail.Prepared
 	ws   *workspace
 	cg   cgroups.Group // nil when the run has no cgroup
+	// A recycled sandbox's last resolved spec and the policy (JSON) it
+	// was resolved for (resolve); the preparation's to begin with.
+	key  string
+	spec nsjail.Spec
+}
+
+// resolve is the executor's resolve for a request in w. A recycled
+// sandbox's requests mostly have one policy, which alone makes the jail,
+// the filter, the limits and the environment: that part is resolved once
+// for it (27 µs a request here, and its plan, shared with the
+// preparation, makes Prepared.Matches' comparison a pointer's), and the
+// request's own fields come from req each time.
+func (w *warm) resolve(e *Executor, req Request, enf policy.Enforcement) (nsjail.Spec, error) {
+	if !w.prep.Recycles() || len(req.Args) == 0 || req.Args[0] == "" || req.TTY != nil || req.Policy.Network() == policy.NetAllow {
+		return e.resolve(req, enf)
+	}
+	key, err := json.Marshal(req.Policy)
+	if err != nil {
+		return e.resolve(req, enf)
+	}
+	if string(key) != w.key {
+		spec, err := e.resolve(req, enf)
+		if err != nil {
+			return spec, err
+		}
+		w.key, w.spec = string(key), spec
+	}
+	spec := w.spec
+	spec.Args, spec.TTY, spec.Stdin, spec.Stdout, spec.Stderr = req.Args, req.TTY, req.Stdin, req.Stdout, req.Stderr
+	spec.Signals, spec.LimitStreams = req.Signals, req.LimitStreams
+	return spec, nil
 }
 
 func newPool(e *Executor, cfg PoolConfig) (*pool, error) {
@@ -238,7 +269,10 @@ func (p *pool) prepare() (*warm, error) {
 		return nil, err
 	}
 	spec.ReaperWaits, spec.Recycle = p.reaperWaits, p.recycle
-	w := &warm{ws: ws}
+	w := &warm{ws: ws, spec: spec}
+	if key, err := json.Marshal(pol); err == nil {
+		w.key = string(key)
+	}
 	if spec.CgroupLimits != nil {
 		if w.cg, err = p.e.cgroups.New(*spec.CgroupLimits); err != nil {
 			ws.remove()
@@ -338,7 +372,7 @@ func (p *pool) execute(ctx context.Context, req Request, enf policy.Enforcement)
 	if err != nil {
 		return nil, true, err
 	}
-	spec, err := p.e.resolve(req, enf)
+	spec, err := w.resolve(p.e, req, enf)
 	if err != nil {
 		return nil, true, err
 	}

@@ -39,6 +39,9 @@ func main() {
 	prog := flag.String("prog", "/bin/true", "the program")
 	modes := flag.String("modes", "bare,bwrap,library,served", "modes to measure, in order (library: executor.Execute in this process with a warm pool of -pool)")
 	poolSize := flag.Int("pool", 4, "the library mode's warm pool size")
+	reuse := flag.Int("reuse", 1, "the library mode's PoolConfig.Reuse (requests a pooled sandbox serves)")
+	initPath := flag.String("init", "", "the library mode's Config.InitPath (an airlock-init of this binary's build token; with -spawn)")
+	spawnPath := flag.String("spawn", "", "the library mode's Config.SpawnPath (airlock-spawn: the waiting reaper, recycling)")
 	rounds := flag.Int("rounds", 5, "rounds: each mode runs n/rounds times a round, so the machine's noise falls on every mode alike")
 	gap := flag.Duration("gap", 0, "pause of each client between its runs (latency below saturation: the pool refills in the gaps; runs/s then counts the pauses)")
 	flag.Parse()
@@ -62,7 +65,8 @@ func main() {
 		}
 		os.Chmod(work, 0o711)
 		defer os.RemoveAll(work)
-		lib, err = executor.New(executor.Config{WorkDir: work, Pool: executor.PoolConfig{Size: *poolSize, Policy: policy.Default(), Refill: min(*poolSize, 2)}})
+		lib, err = executor.New(executor.Config{WorkDir: work, InitPath: *initPath, SpawnPath: *spawnPath,
+			Pool: executor.PoolConfig{Size: *poolSize, Policy: policy.Default(), Refill: min(*poolSize, 2), Reuse: *reuse}})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "load: library:", err)
 			os.Exit(1)
