@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
@@ -261,7 +262,17 @@ func js(v any) string { b, _ := json.Marshal(v); return string(b) }
 func TestWarmPoolReuse(t *testing.T) {
 	testutil.RequireUserNS(t)
 	spawn := testutil.RequireReaper(t)
-	_, recycles := testutil.Cgroups(t)
+	parent, recycles := testutil.Cgroups(t)
+	if recycles {
+		// Recycling needs a memory peak the kernel can reset (cgroup v1,
+		// or v2 on Linux 6.12 or later); without, a sandbox a request.
+		g, err := parent.New(cgroups.Limits{Memory: 64 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recycles = g.ResetPeak() == nil
+		g.Delete()
+	}
 	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t), SpawnPath: spawn, Pool: executor.PoolConfig{Size: 1, Policy: policy.Default(), Reuse: 3}})
 	if err != nil {
 		t.Fatal(err)

@@ -104,7 +104,8 @@ c = socket.create_connection(s.getsockname(), 2); print('lo up')
 }
 
 // A10/E04: the mount table holds exactly the planned mounts: the root, and
-// the target of every bind, tmpfs, proc, devpts, cover and mask of the plan.
+// the target of every bind, tmpfs, proc, devpts, mqueue, cover and mask of
+// the plan.
 func TestMountTableIsThePlan(t *testing.T) {
 	out := testutil.Sh(t, `cut -d' ' -f5 /proc/self/mountinfo`, nil)
 	got := strings.Fields(out)
@@ -116,7 +117,7 @@ func TestMountTableIsThePlan(t *testing.T) {
 	var required []string
 	for _, op := range plan.Ops {
 		switch op.Kind {
-		case rootfs.KindBind, rootfs.KindTmpfs, rootfs.KindProc, rootfs.KindDevpts, rootfs.KindCover:
+		case rootfs.KindBind, rootfs.KindTmpfs, rootfs.KindProc, rootfs.KindDevpts, rootfs.KindMqueue, rootfs.KindCover:
 			planned[op.Target] = true
 			if !op.Optional {
 				required = append(required, op.Target)
@@ -169,6 +170,7 @@ func TestMountAttributes(t *testing.T) {
 		{"/dev", "tmpfs", "ro,nosuid,nodev,noexec", "", ""},
 		{"/dev/shm", "tmpfs", "rw,nosuid,nodev,noexec", "", ""},
 		{"/dev/pts", "devpts", "rw,nosuid,noexec", "", ""},
+		{"/dev/mqueue", "mqueue", "rw,nosuid,nodev,noexec", "", ""},
 		{"/tmp", "tmpfs", "rw,nosuid,nodev", "", ""},
 		{"/workspace", "tmpfs", "rw,nosuid,nodev", "", ""},
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -104,6 +105,21 @@ func TestReaperTree(t *testing.T) {
 	}
 	if len(f) == 4 && f[3] != "0" {
 		t.Errorf("%s zombies left unreaped: %q", f[3], out)
+	}
+}
+
+// The reaper takes a program with many arguments (its own argv holds
+// them: a bound on its modes' arguments must not reach them).
+func TestReaperManyArgs(t *testing.T) {
+	testutil.RequireReaper(t)
+	args := []string{"/bin/sh", "-c", `echo $# "$@"; head -c 16 /proc/1/cmdline | tr '\0' ' '`, "sh"}
+	for i := range 40 {
+		args = append(args, strconv.Itoa(i))
+	}
+	res := testutil.Run(t, args, nil)
+	want := "40 " + strings.Join(args[4:], " ") + "\nairlock-reaper 4 "
+	if res.Status != nsjail.StatusOK || res.Stdout != want {
+		t.Fatalf("got %s %q, want %q", res.Status, res.Stdout, want)
 	}
 }
 

@@ -17,6 +17,9 @@ type recycler struct {
 	t       *testing.T
 	resolve func(args []string, p policy.Policy) nsjail.Spec
 	parent  *cgroups.Parent
+	// resettable: this kernel can reset a group's memory peak (v1, or v2
+	// on Linux 6.12 or later), which recycling needs.
+	resettable bool
 }
 
 func newRecycler(t *testing.T) *recycler {
@@ -25,7 +28,14 @@ func newRecycler(t *testing.T) *recycler {
 	if !ok {
 		t.Skip("no per-run cgroups here (rootless on cgroup v1): a recycled sandbox needs one")
 	}
-	return &recycler{t: t, resolve: resolve, parent: parent}
+	r := &recycler{t: t, resolve: resolve, parent: parent}
+	g, err := parent.New(*r.spec("true", nil).CgroupLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.resettable = g.ResetPeak() == nil
+	g.Delete()
+	return r
 }
 
 func (r *recycler) spec(script string, mod func(*policy.Policy)) nsjail.Spec {
@@ -51,8 +61,8 @@ func (r *recycler) prepare() (*nsjail.Prepared, cgroups.Group) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	if !p.Recycles() {
-		t.Fatal("a recycling preparation with the default policy and a cgroup does not recycle")
+	if p.Recycles() != r.resettable {
+		t.Fatalf("recycles %v, but the memory peak resets: %v", p.Recycles(), r.resettable)
 	}
 	return p, g
 }
@@ -77,6 +87,19 @@ func TestRecycledSandbox(t *testing.T) {
 	r := newRecycler(t)
 	p, g := r.prepare()
 	pid := p.Pid()
+	if !r.resettable {
+		// Fail closed: a group whose peak cannot be reset (cgroup v2
+		// before Linux 6.12) serves one run, as without Recycle.
+		if res := r.run(p, g, "echo one", nil); res.Stdout != "one\n" || p.Reusable() {
+			t.Fatalf("without a peak reset: %+v, reusable %v", res, p.Reusable())
+		}
+		spec := r.spec("true", nil)
+		spec.Cgroup = g
+		if _, err := p.Run(t.Context(), spec); err == nil {
+			t.Fatal("a sandbox that cannot recycle ran a second program")
+		}
+		return
+	}
 
 	// A messy run: files, an unwritable tree, a queue, a shm file, a
 	// background process in a session of its own, a big tmpfs file, a

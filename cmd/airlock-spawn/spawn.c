@@ -812,7 +812,7 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 	int waits = recycle || (argc == 4 && equal(argv[2], "w"));
 	long fd = argc >= 4 ? num(argv[1]) : -1, tty = waits ? 0 : argc >= 5 ? num(argv[2]) : -1;
 	long progfd = waits ? num(argv[3]) : -1;
-	if (fd < 3 || fd > 65535 || tty < 0 || tty > 1 || (waits && (progfd < 3 || progfd > 65535 || progfd == fd)) || argc > 4 + MAXWIPE)
+	if (fd < 3 || fd > 65535 || tty < 0 || tty > 1 || (waits && (progfd < 3 || progfd > 65535 || progfd == fd)) || (recycle && argc > 4 + MAXWIPE))
 		quit(126);
 	int st = (int)fd;
 	unsigned long set = forwardedSigs | BIT(SIGCHLD), none = 0;

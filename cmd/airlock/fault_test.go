@@ -226,7 +226,7 @@ var faults = []fault{
 	// forked) beat to the same per-thread ordinal in some modes: then they
 	// are skipped as not injectable, and nsjail TestSendToDeadInit covers
 	// both without strace.
-	{name: "write/spec", inj: []inject{errInj("write", "EPIPE", `\7\7airlock\1`)}, stage: "send spec"},
+	{name: "write/spec", inj: []inject{errInj("write", "EPIPE", `\10\7airlock\1`)}, stage: "send spec"},
 	{name: "write/program", inj: []inject{errInj("write", "EPIPE", `\7python3\2-I`)}, stage: "send program"},
 	// The init: the jail (initConfig).
 	{name: "read/spec", inj: []inject{errInj("read", "EIO", "(3<pipe:")}, stage: "read spec"},

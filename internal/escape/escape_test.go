@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
@@ -403,7 +404,8 @@ func probeB04(p *probe) {
 }
 
 // B05: no SysV IPC or message queue of the host is reachable, the
-// host's own segment included.
+// host's own segment and queue included: the sandbox's /dev/mqueue is its
+// own IPC namespace's, empty.
 func probeB05(p *probe) {
 	key := 0x41000000 | int(time.Now().UnixNano()&0xffffff)
 	id, err := unix.SysvShmGet(key, 4096, unix.IPC_CREAT|unix.IPC_EXCL|0o666)
@@ -411,6 +413,16 @@ func probeB05(p *probe) {
 		p.t.Fatalf("host shmget: %v", err)
 	}
 	defer unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+	q, err := unix.BytePtrFromString(fmt.Sprintf("airlock-b05-%d", key))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	mq, _, errno := unix.Syscall6(unix.SYS_MQ_OPEN, uintptr(unsafe.Pointer(q)), unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_CLOEXEC, 0o666, 0, 0, 0)
+	if errno != 0 {
+		p.t.Fatalf("host mq_open: %v", errno)
+	}
+	defer unix.Syscall(unix.SYS_MQ_UNLINK, uintptr(unsafe.Pointer(q)), 0, 0)
+	defer unix.Close(int(mq))
 	o, _ := p.observe("b05_ipc.py", []string{strconv.Itoa(key)}, nil)
 	for _, k := range []string{"sysvipc shm", "sysvipc msg", "sysvipc sem"} {
 		p.expect(o, k, "[]")
@@ -418,7 +430,7 @@ func probeB05(p *probe) {
 	p.expect(o, "shmget 1..0xffff not ENOENT", "{}")
 	p.expect(o, "shmget host key", "ENOENT")
 	p.expect(o, "msgget host key", "ENOENT")
-	p.expect(o, "mqueue", "ENOENT")
+	p.expect(o, "mqueue", "[]")
 	var ds unix.SysvShmDesc
 	if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil || ds.Nattch != 0 {
 		p.t.Errorf("B05: host segment after the run: %v, attached %d", err, ds.Nattch)
@@ -631,7 +643,7 @@ func probeD05(p *probe) {
 	o, _ := p.observe("d05_dev.py", nil, nil)
 	want := map[string]string{"null": "c 1:3", "zero": "c 1:5", "full": "c 1:7", "random": "c 1:8", "urandom": "c 1:9",
 		"fd": "-> /proc/self/fd", "stdin": "-> /proc/self/fd/0", "stdout": "-> /proc/self/fd/1", "stderr": "-> /proc/self/fd/2", "shm": "dir",
-		"tty": "c 5:0", "pts": "dir", "ptmx": "-> pts/ptmx"}
+		"tty": "c 5:0", "pts": "dir", "ptmx": "-> pts/ptmx", "mqueue": "dir"}
 	dev := o.dict("dev")
 	for n, v := range dev {
 		if want[n] != fmt.Sprint(v) {
