@@ -117,7 +117,7 @@ func TestReaperManyArgs(t *testing.T) {
 		args = append(args, strconv.Itoa(i))
 	}
 	res := testutil.Run(t, args, nil)
-	want := "40 " + strings.Join(args[4:], " ") + "\nairlock-reaper 4 "
+	want := "40 " + strings.Join(args[4:], " ") + "\nairlock-reaper 4"
 	if res.Status != nsjail.StatusOK || res.Stdout != want {
 		t.Fatalf("got %s %q, want %q", res.Status, res.Stdout, want)
 	}
