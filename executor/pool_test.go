@@ -273,7 +273,8 @@ func TestWarmPoolReuse(t *testing.T) {
 		recycles = g.ResetPeak() == nil
 		g.Delete()
 	}
-	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t), SpawnPath: spawn, Pool: executor.PoolConfig{Size: 1, Policy: policy.Default(), Reuse: 3}})
+	work := testutil.WorldReadableDir(t)
+	ex, err := executor.New(executor.Config{WorkDir: work, SpawnPath: spawn, Pool: executor.PoolConfig{Size: 1, Policy: policy.Default(), Reuse: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,5 +321,13 @@ func TestWarmPoolReuse(t *testing.T) {
 	}
 	if st := ex.PoolStats(); st.Reused != before {
 		t.Fatalf("a killed request's sandbox was reused: %+v", st)
+	}
+	// Nothing is left, workspaces whose program took their modes away
+	// included (rootless, the supervisor has no CAP_DAC_OVERRIDE).
+	if err := ex.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := os.ReadDir(work); err != nil || len(left) != 0 {
+		t.Fatalf("left in the work dir: %v %v", left, err)
 	}
 }

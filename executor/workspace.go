@@ -239,7 +239,31 @@ func (c *collector) read(dirfd int, name, rel string) File {
 	return f
 }
 
-func (w *workspace) remove() error { return os.RemoveAll(w.dir) }
+// remove removes the workspace, whatever modes its program left on the
+// directories in it (it owns them: they are no obstacle to its uid, but
+// are to a rootless supervisor's, which is the same uid without
+// CAP_DAC_OVERRIDE).
+func (w *workspace) remove() error {
+	if os.RemoveAll(w.dir) == nil {
+		return nil
+	}
+	openUp(w.dir)
+	return os.RemoveAll(w.dir)
+}
+
+// openUp makes dir and every directory below it (not through symlinks)
+// readable, writable and searchable by its owner.
+func openUp(dir string) {
+	if os.Chmod(dir, 0o700) != nil {
+		return
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			openUp(filepath.Join(dir, e.Name()))
+		}
+	}
+}
 
 // reset empties the workspace for a recycled sandbox's next request and
 // restores its mode (the program owns it and may have changed it); an
@@ -254,8 +278,14 @@ func (w *workspace) reset() error {
 		return err
 	}
 	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(w.dir, e.Name())); err != nil {
-			return err
+		name := filepath.Join(w.dir, e.Name())
+		if os.RemoveAll(name) != nil {
+			if e.IsDir() {
+				openUp(name)
+			}
+			if err := os.RemoveAll(name); err != nil {
+				return err
+			}
 		}
 	}
 	// user.* attributes are the program's to set on a directory it owns.
