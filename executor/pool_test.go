@@ -298,6 +298,10 @@ func TestWarmPoolReuse(t *testing.T) {
 		if err != nil || res.Status != nsjail.StatusOK || res.Stdout != want {
 			t.Fatalf("request %d: %v %q, want %q (%+v)", i, err, res.Stdout, want, res)
 		}
+		// The run's place in its sandbox: 1, 2, 3, then a new one's 1.
+		if wantRun := []int{1, 2, 3, 1}[i]; recycles && res.Enforced.SandboxRun != wantRun || !recycles && res.Enforced.SandboxRun != 0 {
+			t.Fatalf("request %d: enforced.sandbox_run %d", i, res.Enforced.SandboxRun)
+		}
 	}
 	st := ex.PoolStats()
 	wantReused := int64(0)

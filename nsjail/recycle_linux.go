@@ -120,6 +120,9 @@ func (p *Prepared) startRecycled(ctx context.Context, spec Spec) (*Sandbox, erro
 	}
 	s := newSandbox(&spec)
 	s.rec = &recycledRun{p: p}
+	p.mu.Lock()
+	s.enforced.SandboxRun = p.runs
+	p.mu.Unlock()
 	s.pid, s.cmd, s.pidfd = proc.pid, proc.cmd, -1
 	s.reaper, s.waits, s.readyAhead = true, true, true
 	// The run's kill is the sandbox's, through a pidfd of its own (the

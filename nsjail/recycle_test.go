@@ -136,8 +136,8 @@ func TestRecycledSandbox(t *testing.T) {
 	if res.MemoryPeakBytes >= 32<<20 || res.CPUTimeMS >= 20 {
 		t.Fatalf("second run's usage counts the first's: peak %d, cpu %d ms", res.MemoryPeakBytes, res.CPUTimeMS)
 	}
-	if p.Pid() != pid || p.Runs() != 2 {
-		t.Fatalf("pid 1 %d (was %d), runs %d", p.Pid(), pid, p.Runs())
+	if p.Pid() != pid || p.Runs() != 2 || res.Enforced.SandboxRun != 2 {
+		t.Fatalf("pid 1 %d (was %d), runs %d, enforced.sandbox_run %d", p.Pid(), pid, p.Runs(), res.Enforced.SandboxRun)
 	}
 	// stdin, env and a signal of its own: the run's.
 	spec := r.spec(`read l; echo "$l $FOO"; kill -SEGV $$`, nil)

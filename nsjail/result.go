@@ -261,6 +261,11 @@ type Enforced struct {
 	// the default-action signals it sends itself). "" with no pid
 	// namespace (the process backend).
 	Pid1 string `json:"pid1,omitempty"`
+	// SandboxRun is the run's place in a recycled sandbox (Spec.Recycle:
+	// a pool's PoolConfig.Reuse, serve's --reuse): 1 for the sandbox's
+	// first run, N for its Nth, each after a reset. 0 (left out): the
+	// sandbox was the run's alone.
+	SandboxRun int `json:"sandbox_run,omitempty"`
 	// Timeout is the wall-clock limit, "" when none.
 	Timeout string `json:"timeout,omitempty"`
 	// NotEnforced lists the controls that were not applied (policy.Check

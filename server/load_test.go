@@ -13,17 +13,52 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/server"
 )
 
 // 200 concurrent mixed requests (ok, timeout, OOM, output floods
 // captured and streamed, clients leaving mid-stream), each answered
 // correctly; then long runs killed by Drain's deadline, answered too;
-// then nothing is left: processes, cgroups, workspaces, fds.
+// then nothing is left: processes, cgroups, workspaces, fds. Twice: with
+// a sandbox per request, and with recycled sandboxes (PoolConfig.Reuse,
+// the helpers of AIRLOCK_TEST_BINDIR), where the killed requests end
+// their sandboxes and the others pass theirs on.
 func TestLoadThenDrain(t *testing.T) {
+	t.Run("fresh", func(t *testing.T) {
+		loadThenDrain(t, executor.Config{Pool: executor.PoolConfig{Size: 2, Refill: 1}})
+	})
+	t.Run("reuse", func(t *testing.T) {
+		spawn := testutil.RequireReaper(t)
+		e := loadThenDrain(t, executor.Config{SpawnPath: spawn,
+			Pool: executor.PoolConfig{Size: 2, Refill: 1, Policy: policy.Default(), Reuse: 1000}})
+		if e.ex.Capabilities().Limits != "rlimit" && e.ex.PoolStats().Reused == 0 {
+			// With a cgroup (and a kernel that resets its peak) the ok
+			// runs pass their sandboxes on.
+			g, ok := testutil.Cgroups(t)
+			if ok && peakResets(t, g) {
+				t.Errorf("no request reused a sandbox: %+v", e.ex.PoolStats())
+			}
+		}
+	})
+}
+
+// peakResets reports whether this kernel resets a cgroup's memory peak
+// (recycling needs it: cgroup v1, or v2 on Linux 6.12 or later).
+func peakResets(t *testing.T, parent *cgroups.Parent) bool {
+	g, err := parent.New(cgroups.Limits{Memory: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Delete()
+	return g.ResetPeak() == nil
+}
+
+func loadThenDrain(t *testing.T, ec executor.Config) *env {
 	testutil.RequireUserNS(t)
 	fds := testutil.CountFDs(t)
 	t.Cleanup(func() { // after start's cleanup has closed everything
@@ -31,7 +66,7 @@ func TestLoadThenDrain(t *testing.T) {
 			t.Errorf("fds: %d before, %d after", fds, testutil.CountFDs(t))
 		}
 	})
-	e := start(t, 2, func(c *server.Config) { c.MaxQueue = 300 })
+	e := startWith(t, ec, func(c *server.Config) { c.MaxQueue = 300 })
 	cgroups := e.ex.Capabilities().Limits != "rlimit"
 
 	post := func(ctx context.Context, path, body string, stream bool) (*http.Response, error) {
@@ -189,4 +224,5 @@ func TestLoadThenDrain(t *testing.T) {
 	if code, _, b := e.do(t, "POST", "/v1/run", `{"argv":["true"]}`); code != 503 || !errorOf(t, b).Retryable {
 		t.Errorf("after drain: %d %s", code, b)
 	}
+	return e
 }

@@ -46,10 +46,18 @@ type env struct {
 // nothing is left.
 func start(t *testing.T, pool int, mod func(*server.Config)) *env {
 	t.Helper()
+	return startWith(t, executor.Config{Pool: executor.PoolConfig{Size: pool, Refill: 1}}, mod)
+}
+
+// startWith is start with an executor configured as ec (its WorkDir is
+// the test's).
+func startWith(t *testing.T, ec executor.Config, mod func(*server.Config)) *env {
+	t.Helper()
 	testutil.RequireUserNS(t)
 	e := &env{work: testutil.WorldReadableDir(t)}
 	var err error
-	e.ex, err = executor.New(executor.Config{WorkDir: e.work, Pool: executor.PoolConfig{Size: pool, Refill: 1}})
+	ec.WorkDir = e.work
+	e.ex, err = executor.New(ec)
 	if err != nil {
 		t.Fatal(err)
 	}
