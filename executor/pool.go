@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"slices"
@@ -42,16 +43,18 @@ type PoolConfig struct {
 	// requests its reaper kills every process of the last one and empties
 	// /tmp, /dev/shm and /dev/mqueue, the pool empties the workspace, and
 	// the cgroup's counters are reset; a request that leaves what cannot
-	// be reset (SysV IPC objects, a change to pid 1's attributes, files
-	// the pool cannot remove), or that was killed (timeout, CPU, output,
-	// seccomp kill rule, OOM), ends its sandbox instead. What one request
-	// leaves that outlives its processes and is none of those (a TCP port
-	// in TIME_WAIT on the sandbox's loopback, the kernel's caches) can be
-	// seen by the next: reuse only among requests that may share a
-	// sandbox. It needs a per-run cgroup whose memory peak can be reset
-	// (cgroup v1, or v2 on Linux 6.12 or later), a filter that allows
-	// nsjail.RecycleSyscalls and no egress; otherwise each sandbox serves
-	// one request.
+	// be reset (SysV IPC objects, a change to pid 1's attributes, inode
+	// flags or extended attributes on an emptied directory, files the
+	// pool cannot remove), or that was killed (timeout, CPU, output,
+	// seccomp kill rule, OOM), ends its sandbox instead. What outlives a
+	// request's processes and is none of those can be seen by the next
+	// (docs/serve.md lists it: /proc/1/stat's children's CPU times, id
+	// counters, a TCP port in TIME_WAIT, the caches): reuse only among
+	// requests that may share a sandbox. It needs a per-run cgroup whose
+	// memory peak can be reset (cgroup v1, or v2 on Linux 6.12 or later),
+	// the default seccomp profile with no rule for a call it denies, for
+	// clone or for nsjail.RecycleSyscalls (mayRecycle), and no egress;
+	// otherwise each sandbox serves one request.
 	Reuse int
 }
 
@@ -110,7 +113,8 @@ type warm struct {
 // preparation, makes Prepared.Matches' comparison a pointer's), and the
 // request's own fields come from req each time.
 func (w *warm) resolve(e *Executor, req Request, enf policy.Enforcement) (nsjail.Spec, error) {
-	if !w.prep.Recycles() || len(req.Args) == 0 || req.Args[0] == "" || req.TTY != nil || req.Policy.Network() == policy.NetAllow {
+	// (EnvPass reads this process's environment at each resolve.)
+	if !w.prep.Recycles() || len(req.Args) == 0 || req.Args[0] == "" || req.TTY != nil || req.Policy.Network() == policy.NetAllow || len(req.Policy.EnvPass) > 0 {
 		return e.resolve(req, enf)
 	}
 	key, err := json.Marshal(req.Policy)
@@ -152,7 +156,7 @@ func newPool(e *Executor, cfg PoolConfig) (*pool, error) {
 		return nil, err
 	}
 	p.reaperWaits = reaperMayWait(cfg.Policy.Seccomp, nsjail.ReaperSyscalls)
-	p.recycle = cfg.Reuse > 1 && p.reaperWaits && reaperMayWait(cfg.Policy.Seccomp, nsjail.RecycleSyscalls)
+	p.recycle = cfg.Reuse > 1 && p.reaperWaits && mayRecycle(cfg.Policy.Seccomp)
 	for range cfg.Size {
 		p.tokens <- struct{}{}
 	}
@@ -182,6 +186,20 @@ func reaperMayWait(s policy.Seccomp, calls []string) bool {
 		}
 	}
 	return true
+}
+
+// mayRecycle reports whether a pool's sandboxes may serve several
+// requests (PoolConfig.Reuse): under the default profile only, with no
+// rule naming a call the recycling reaper makes (nsjail.RecycleSyscalls)
+// or one the default profile denies, and no rule for clone: what a
+// reset does not undo must stay out of a program's reach (the keyrings,
+// new namespaces in which it could mount, a nested cgroup, ...).
+func mayRecycle(s policy.Seccomp) bool {
+	if s.Profile != "" && s.Profile != "default" {
+		return false
+	}
+	calls := append(append(seccomp.DefaultDenied(), nsjail.RecycleSyscalls...), "clone", "clone3")
+	return reaperMayWait(s, calls)
 }
 
 // jail resolves a policy's jail against keyDir, for comparison.
@@ -336,9 +354,6 @@ func (p *pool) execute(ctx context.Context, req Request, enf policy.Enforcement)
 		return nil, false, nil
 	}
 	p.warmN.Add(1)
-	if w.prep.Runs() > 0 {
-		p.reusedN.Add(1)
-	}
 	// Used or not, this sandbox is destroyed after the request, in the
 	// background (the result need not wait for cgroup and directory
 	// removal; Close waits for it), unless it recycles and the request
@@ -385,7 +400,19 @@ func (p *pool) execute(ctx context.Context, req Request, enf policy.Enforcement)
 		p.coldN.Add(1)
 		return nil, false, nil
 	}
+	reused := w.prep.Runs() > 0
 	jres, err := w.prep.Run(ctx, spec)
+	if errors.Is(err, nsjail.ErrPreparedGone) {
+		// A recycled sandbox that died between two requests: nothing of
+		// this one ran; cold, as when the pool is empty. The sandbox
+		// goes with the deferred cleanup.
+		p.warmN.Add(-1)
+		p.coldN.Add(1)
+		return nil, false, nil
+	}
+	if reused {
+		p.reusedN.Add(1)
+	}
 	if jres != nil {
 		record(jres, enf)
 	}

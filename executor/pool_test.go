@@ -326,6 +326,31 @@ func TestWarmPoolReuse(t *testing.T) {
 	if st := ex.PoolStats(); st.Reused != before {
 		t.Fatalf("a killed request's sandbox was reused: %+v", st)
 	}
+	// A workspace its request left with attributes or inode flags of its
+	// own is not handed on: the next request has a new sandbox.
+	marks := []string{
+		`python3 -c 'import os; os.setxattr("/workspace", "user.mark", b"1")'`,
+		`python3 -c 'import array, fcntl, os
+fd = os.open("/workspace", os.O_RDONLY); a = array.array("i", [0])
+fcntl.ioctl(fd, 0x80086601, a); a[0] |= 0x80; fcntl.ioctl(fd, 0x40086602, a)'`,
+	}
+	if !recycles {
+		marks = nil
+	}
+	for _, mark := range marks {
+		full()
+		if res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", mark}, Policy: policy.Default()}); err != nil || res.Status != nsjail.StatusOK {
+			t.Fatalf("%s: %v %+v", mark, err, res)
+		}
+		before := ex.PoolStats().Reused
+		full()
+		if res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", script}, Policy: policy.Default()}); err != nil || res.Stdout != want {
+			t.Fatalf("after %s: %v %+v", mark, err, res)
+		}
+		if st := ex.PoolStats(); st.Reused != before {
+			t.Fatalf("the workspace of %s was handed on: %+v", mark, st)
+		}
+	}
 	// Nothing is left, workspaces whose program took their modes away
 	// included (rootless, the supervisor has no CAP_DAC_OVERRIDE).
 	if err := ex.Close(); err != nil {

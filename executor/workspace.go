@@ -56,6 +56,20 @@ func (l FileLimits) withDefaults() FileLimits {
 type workspace struct {
 	dir      string
 	uid, gid int
+	// flags are the directory's inode flags when made (dirFlags), which
+	// a reset checks: its program owns it and may set some (chattr).
+	flags    uint32
+	flagsErr error
+}
+
+// dirFlags returns a directory's inode flags (FS_IOC_GETFLAGS).
+func dirFlags(dir string) (uint32, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	return unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
 }
 
 // newWorkspace makes an empty workspace directory under base ("" = the
@@ -77,6 +91,7 @@ func newWorkspace(base string) (*workspace, error) {
 		os.RemoveAll(dir)
 		return nil, &policy.SetupError{Stage: "workspace", Err: err}
 	}
+	w.flags, w.flagsErr = dirFlags(dir)
 	return w, nil
 }
 
@@ -267,8 +282,11 @@ func openUp(dir string) {
 
 // reset empties the workspace for a recycled sandbox's next request and
 // restores its mode (the program owns it and may have changed it); an
-// error (a file the supervisor cannot remove, extended attributes on
-// the directory itself) means it cannot be reused.
+// error means it cannot be reused: a file the supervisor cannot remove,
+// extended attributes on the directory itself other than an LSM's
+// security.* (user.*, or a default ACL that would shape the next
+// request's files), or inode flags it did not have (chattr's, casefold,
+// encryption).
 func (w *workspace) reset() error {
 	if err := os.Chmod(w.dir, 0o700); err != nil {
 		return err
@@ -288,16 +306,18 @@ func (w *workspace) reset() error {
 			}
 		}
 	}
-	// user.* attributes are the program's to set on a directory it owns.
 	buf := make([]byte, 4096)
 	n, err := unix.Listxattr(w.dir, buf)
 	if err != nil {
 		return err
 	}
 	for _, name := range strings.Split(string(buf[:n]), "\x00") {
-		if strings.HasPrefix(name, "user.") {
+		if name != "" && !strings.HasPrefix(name, "security.") {
 			return errors.New("the workspace has extended attributes")
 		}
+	}
+	if flags, err := dirFlags(w.dir); w.flagsErr == nil && (err != nil || flags != w.flags) {
+		return errors.New("the workspace's inode flags changed")
 	}
 	return nil
 }

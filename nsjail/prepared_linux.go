@@ -299,10 +299,12 @@ func (p *Prepared) closeFiles() {
 	if p.statusNB != nil {
 		p.statusNB.Close()
 	}
+	p.mu.Lock()
 	if p.devNull >= 0 {
 		unix.Close(p.devNull)
 		p.devNull = -1
 	}
+	p.mu.Unlock()
 	if p.stdinW != nil {
 		p.stdinW.Close()
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,24 +33,42 @@ import (
 // program's filter besides ReaperSyscalls: its streams, the reset
 // between runs and the checks. The default profile allows them all.
 var RecycleSyscalls = []string{"recvmsg", "dup3", "openat", "getdents64", "unlinkat", "fchmodat", "fchmod", "lseek",
-	"flistxattr", "getpriority", "sched_getscheduler", "ioprio_get", "sched_getaffinity", "mq_unlink", "pread64"}
+	"flistxattr", "getpriority", "sched_getscheduler", "ioprio_get", "sched_getaffinity", "mq_unlink", "pread64",
+	"fstatfs", "ioctl", "sched_getattr"}
 
 // recycledRun is a recycled sandbox's run's own state.
 type recycledRun struct {
 	p *Prepared
 	// Set before the run's exited closes: whether the reaper reported
-	// its end (ws) and, with it, the sandbox reset for the next run.
+	// the program's end (ws, at endedAt), and then the sandbox reset for
+	// the next run (recycled).
 	ended, recycled bool
 	ws              syscall.WaitStatus
-	// over (under the run's mu) is set once the run is over: a kill
-	// from then on must not reach the sandbox, which may serve another.
+	endedAt         time.Time
+	// over (under the run's mu) is set once the reaper reported the
+	// program's end: a kill or signal from then on must not reach the
+	// sandbox, which is being reset or serves another run.
 	over bool
+	// wait makes Wait's outcome, and its release or discard of the
+	// sandbox, happen once.
+	wait   sync.Once
+	res    *Result
+	resErr error
 }
+
+// ErrPreparedGone: a prepared sandbox was found dead when a request came
+// (killed between two runs, or its reaper ended): nothing of the request
+// ran, and a caller may run it elsewhere.
+var ErrPreparedGone = errors.New("nsjail: the prepared sandbox is gone")
+
+// recycleMaxDirs bounds recycleDirs (cmd/airlock-spawn: MAXWIPE).
+const recycleMaxDirs = 8
 
 // recycleDirs returns the directories of plan a recycling reaper empties
 // between runs: the writable tmpfs mounts that no cover makes read-only,
-// and the message queues. nil if a mount lies inside one of them (its
-// content is no run's to delete).
+// and the message queues. nil (no recycling) when another op mounts on
+// one of them (a bind over a tmpfs: its content is no run's to delete)
+// or puts something inside one, or past recycleMaxDirs.
 func recycleDirs(plan rootfs.Plan) []string {
 	covered := map[string]bool{}
 	for _, op := range plan.Ops {
@@ -58,17 +77,25 @@ func recycleDirs(plan rootfs.Plan) []string {
 		}
 	}
 	var dirs []string
-	for _, op := range plan.Ops {
+	var at []int
+	for i, op := range plan.Ops {
 		if (op.Kind == rootfs.KindTmpfs && !op.ReadOnly && !covered[op.Target]) || op.Kind == rootfs.KindMqueue {
-			dirs = append(dirs, op.Target)
+			dirs, at = append(dirs, op.Target), append(at, i)
 		}
 	}
-	for _, d := range dirs {
-		for _, op := range plan.Ops {
-			if strings.HasPrefix(op.Target, d+"/") || strings.IndexByte(d, 0) >= 0 || path.Clean(d) != d {
+	for k, d := range dirs {
+		if strings.IndexByte(d, 0) >= 0 || path.Clean(d) != d {
+			return nil
+		}
+		for i, op := range plan.Ops {
+			// (A dir op of the same target makes its mount point.)
+			if i != at[k] && (op.Target == d && op.Kind != rootfs.KindDir || strings.HasPrefix(op.Target, d+"/")) {
 				return nil
 			}
 		}
+	}
+	if len(dirs) > recycleMaxDirs {
+		return nil
 	}
 	return dirs
 }
@@ -78,11 +105,22 @@ func recycleDirs(plan rootfs.Plan) []string {
 func (p *Prepared) Recycles() bool { return p.s.recycle }
 
 // Reusable reports whether p can Start another run: it recycles, its
-// last run's Wait returned and that run left it reset.
+// last run's Wait returned, that run left it reset, and it is alive.
 func (p *Prepared) Reusable() bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.s.recycle && !p.used && !p.busy
+	ok := p.s.recycle && !p.used && !p.busy
+	p.mu.Unlock()
+	return ok && p.alive()
+}
+
+// alive reports whether p's process is still there and nothing killed it.
+func (p *Prepared) alive() bool {
+	select {
+	case <-p.s.exited:
+		return false
+	default:
+	}
+	return p.s.killReason() == ""
 }
 
 // Runs is how many runs p started.
@@ -107,11 +145,12 @@ func (p *Prepared) startRecycled(ctx context.Context, spec Spec) (*Sandbox, erro
 	p.runs++
 	p.mu.Unlock()
 	proc := p.s
-	select {
-	case <-proc.exited:
+	if !p.alive() {
+		// Killed between runs (a kill rule's notification of the last
+		// run that came after its end) or its reaper gone: this request
+		// ran nothing, and is not to blame for it.
 		p.discard()
-		return nil, &policy.SetupError{Stage: "init", Err: errors.New("the prepared sandbox's reaper died while it waited")}
-	default:
+		return nil, &policy.SetupError{Stage: "init", Err: ErrPreparedGone}
 	}
 	g := spec.Cgroup
 	if g == nil {
@@ -126,14 +165,19 @@ func (p *Prepared) startRecycled(ctx context.Context, spec Spec) (*Sandbox, erro
 	s.pid, s.cmd, s.pidfd = proc.pid, proc.cmd, -1
 	s.reaper, s.waits, s.readyAhead = true, true, true
 	// The run's kill is the sandbox's, through a pidfd of its own (the
-	// process's is closed when it is reaped).
+	// process's is closed when it is reaped). Without a spawn helper the
+	// init is cmd's own process, which kill signals directly; with one,
+	// cmd is the helper, so a run without its pidfd does not start.
 	proc.mu.Lock()
+	var dupErr error
 	if proc.pidfd >= 0 {
-		if fd, err := unix.FcntlInt(uintptr(proc.pidfd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
-			s.pidfd = fd
-		}
+		s.pidfd, dupErr = unix.FcntlInt(uintptr(proc.pidfd), unix.F_DUPFD_CLOEXEC, 0)
 	}
 	proc.mu.Unlock()
+	if dupErr != nil {
+		p.discard()
+		return nil, &policy.SetupError{Stage: "pidfd", Err: dupErr}
+	}
 	fail := func(stage string, err error) (*Sandbox, error) {
 		closeFD(s.pidfd)
 		p.discard()
@@ -152,7 +196,9 @@ func (p *Prepared) startRecycled(ctx context.Context, spec Spec) (*Sandbox, erro
 	// that startOutput copies to the run's writers.
 	var stdinR, stdinW *os.File
 	var err error
+	p.mu.Lock()
 	stdin := p.devNull
+	p.mu.Unlock()
 	if spec.Stdin != nil {
 		if stdinR, stdinW, err = os.Pipe(); err != nil {
 			return fail("pipe", err)
@@ -217,8 +263,10 @@ func (p *Prepared) startRecycled(ctx context.Context, spec Spec) (*Sandbox, erro
 }
 
 // follow reads a recycled run's reports: its start (or why not) goes to
-// started, its end ends the run. EOF is the sandbox's death (killed, or
-// its reaper gone): the run ends once the process is reaped.
+// started; "ended" ends the program (and, under mu, the run's reach: the
+// reaper now resets the sandbox), then "prepared" says the reset held.
+// EOF is the sandbox's death (killed, or its reaper gone, after a failed
+// reset too): the run ends once the process is reaped.
 func (s *Sandbox) follow(status syscall.RawConn, started chan<- error) {
 	rec := s.rec
 	var startErr error
@@ -230,7 +278,7 @@ func (s *Sandbox) follow(status syscall.RawConn, started chan<- error) {
 		}
 	}
 	var buf [4 << 10]byte
-	for !rec.ended {
+	for !rec.recycled {
 		// Through the runtime's poller: a blocked read parks only this
 		// goroutine, not a thread.
 		var n int
@@ -249,8 +297,12 @@ func (s *Sandbox) follow(status syscall.RawConn, started chan<- error) {
 		case st.Unmarshal(buf[:n]) != nil:
 			startErr = &policy.SetupError{Stage: "status", Err: errors.New("bad message from the reaper")}
 			s.kill(StatusSignaled)
-		case st.Ended:
-			rec.ended, rec.recycled, rec.ws = true, st.Prepared, syscall.WaitStatus(st.WaitStatus)
+		case st.Ended && !rec.ended:
+			s.mu.Lock()
+			rec.ended, rec.ws, rec.endedAt, rec.over = true, syscall.WaitStatus(st.WaitStatus), time.Now(), true
+			s.mu.Unlock()
+		case st.Prepared && rec.ended:
+			rec.recycled = true
 		case st.Started:
 			start(nil)
 		case st.Stage != "":
@@ -261,8 +313,10 @@ func (s *Sandbox) follow(status syscall.RawConn, started chan<- error) {
 			start(startErr) // the reaper ends after it
 		}
 	}
-	if !rec.ended {
+	if !rec.recycled {
 		<-rec.p.s.exited
+	}
+	if !rec.ended {
 		switch s.killReason() {
 		case StatusTimeout:
 			startErr = &policy.SetupError{Stage: "init", Err: errSetupTimeout}
@@ -275,59 +329,66 @@ func (s *Sandbox) follow(status syscall.RawConn, started chan<- error) {
 	}
 	start(startErr)
 	s.drainOutput()
-	closeFD(s.pidfd)
 	s.mu.Lock()
+	rec.over = true
+	closeFD(s.pidfd)
 	s.pidfd = -1
 	s.mu.Unlock()
 	close(s.exited)
 }
 
 // waitRecycled is Wait for a recycled run: its wait status is the one the
-// reaper reported (or, when the sandbox died, pid 1's), its usage the
-// cgroup's since the run's start. The prepared sandbox takes its next run
-// only when this one ended reset, unkilled and without an OOM kill;
-// otherwise it is discarded here.
+// reaper reported (or, when the sandbox died, pid 1's), its wall time
+// ends at that report, its usage is the cgroup's since the run's start.
+// The prepared sandbox takes its next run only when this one ended
+// reset, unkilled (by the run or by the sandbox's own watchers: a kill
+// rule's notification) and without an OOM kill; otherwise it is
+// discarded here. Once: a second Wait returns the same.
 func (s *Sandbox) waitRecycled() (*Result, error) {
-	<-s.exited
-	wall := time.Since(s.start)
-	s.phase("exited")
-	rec, proc := s.rec, s.rec.p.s
-	s.mu.Lock()
-	rec.over = true
-	cancelled, reason, violation := s.cancel, s.reason, s.violation
-	s.mu.Unlock()
-	if !rec.ended {
-		// The sandbox died: a kill rule's notification kills it as the
-		// prepared sandbox's (watchNotify), with its reason.
-		<-proc.exited
+	rec := s.rec
+	rec.wait.Do(func() {
+		<-s.exited
+		end := time.Now()
+		if rec.ended {
+			end = rec.endedAt
+		}
+		s.phase("exited")
+		proc := rec.p.s
+		s.mu.Lock()
+		cancelled, reason, violation := s.cancel, s.reason, s.violation
+		s.mu.Unlock()
+		// The sandbox's own reason: a kill rule's notification kills it
+		// as the prepared sandbox's (watchNotify), during this run.
 		proc.mu.Lock()
+		procReason, procViolation := proc.reason, proc.violation
+		proc.mu.Unlock()
 		if reason == "" {
-			reason = proc.reason
+			reason = procReason
 		}
 		if violation == "" {
-			violation = proc.violation
+			violation = procViolation
 		}
-		proc.mu.Unlock()
-	}
-	ws := rec.ws
-	if !rec.ended {
-		if st := proc.cmd.ProcessState; st != nil {
-			ws = st.Sys().(syscall.WaitStatus)
+		ws := rec.ws
+		if !rec.ended {
+			if st := proc.cmd.ProcessState; st != nil {
+				ws = st.Sys().(syscall.WaitStatus)
+			}
 		}
-	}
-	res, err := s.finish(&Result{WallTimeMS: wall.Milliseconds(), Enforced: s.enforced}, ws, reason, violation, cancelled)
-	// finish read the cgroup (endStats; nil when it could not).
-	reusable := rec.ended && rec.recycled && reason == "" && res != nil && res.Error == nil && s.endStats != nil &&
-		s.endStats.OOMKills == s.oomBase && (res.Status == StatusOK || res.Status == StatusExited || res.Status == StatusSignaled)
-	if reusable {
-		rec.p.mu.Lock()
-		rec.p.base = *s.endStats
-		rec.p.mu.Unlock()
-		rec.p.release()
-	} else {
-		rec.p.discard()
-	}
-	return res, err
+		rec.res, rec.resErr = s.finish(&Result{WallTimeMS: end.Sub(s.start).Milliseconds(), Enforced: s.enforced}, ws, reason, violation, cancelled)
+		res := rec.res
+		// finish read the cgroup (endStats; nil when it could not).
+		reusable := rec.recycled && reason == "" && procReason == "" && res != nil && res.Error == nil && s.endStats != nil &&
+			s.endStats.OOMKills == s.oomBase && (res.Status == StatusOK || res.Status == StatusExited || res.Status == StatusSignaled)
+		if reusable {
+			rec.p.mu.Lock()
+			rec.p.base = *s.endStats
+			rec.p.mu.Unlock()
+			rec.p.release()
+		} else {
+			rec.p.discard()
+		}
+	})
+	return rec.res, rec.resErr
 }
 
 // sendStreams sends a run's streams to the reaper, on the status socket.

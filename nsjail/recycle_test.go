@@ -1,6 +1,7 @@
 package nsjail_test
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -46,10 +47,15 @@ func (r *recycler) spec(script string, mod func(*policy.Policy)) nsjail.Spec {
 	return r.resolve([]string{"/bin/sh", "-c", script}, p)
 }
 
-// prepare returns a recycling prepared sandbox and its cgroup's spec.
-func (r *recycler) prepare() (*nsjail.Prepared, cgroups.Group) {
+// prepare returns a recycling prepared sandbox and its cgroup's spec,
+// with the default policy changed by mod (the runs' must match it).
+func (r *recycler) prepare(mod ...func(*policy.Policy)) (*nsjail.Prepared, cgroups.Group) {
 	t := r.t
-	spec := r.spec("true", nil)
+	var m func(*policy.Policy)
+	if len(mod) > 0 {
+		m = mod[0]
+	}
+	spec := r.spec("true", m)
 	g, err := r.parent.New(*spec.CgroupLimits)
 	if err != nil {
 		t.Fatal(err)
@@ -155,22 +161,55 @@ func TestRecycledSandbox(t *testing.T) {
 		t.Fatalf("a write to pid 1's oom_score_adj: %+v", res)
 	}
 
-	// What ends it. Each case's own result is still the run's.
-	for _, c := range []struct {
+	// What ends it. Each case's own result is still the run's. (jail:
+	// the sandbox is prepared with that policy too.)
+	memory := func(p *policy.Policy) { p.Memory = 64 << 20 }
+	cases := []struct {
 		name, script string
 		mod          func(*policy.Policy)
 		status       nsjail.Status
+		jail         bool
 	}{
-		{"sysv-shm", `ipcmk -M 4096 >/dev/null`, nil, nsjail.StatusOK},
-		{"pid1-rlimit", `prlimit --pid 1 --nofile=64:64`, nil, nsjail.StatusOK},
-		{"pid1-nice", `renice -n 5 -p 1 >/dev/null`, nil, nsjail.StatusOK},
-		{"xattr-on-tmp", `setfattr -n user.x -v 1 /tmp 2>/dev/null || python3 -c 'import os; os.setxattr("/tmp", "user.x", b"1")'`, nil, nsjail.StatusOK},
-		{"timeout", `sleep 10`, func(p *policy.Policy) { p.Timeout = policy.Duration(200 * time.Millisecond) }, nsjail.StatusTimeout},
-		{"output", `head -c 100000 /dev/zero`, func(p *policy.Policy) { p.MaxOutput = 1000 }, nsjail.StatusOutputLimit},
-	} {
+		{"sysv-shm", `ipcmk -M 4096 >/dev/null`, nil, nsjail.StatusOK, false},
+		{"pid1-rlimit", `prlimit --pid 1 --nofile=64:64`, nil, nsjail.StatusOK, false},
+		{"pid1-nice", `renice -n 5 -p 1 >/dev/null`, nil, nsjail.StatusOK, false},
+		{"pid1-ioprio", `ionice -c 3 -p 1`, nil, nsjail.StatusOK, false},
+		{"pid1-scheduler", `chrt -i -p 0 1`, nil, nsjail.StatusOK, false},
+		{"xattr-on-tmp", `setfattr -n user.x -v 1 /tmp 2>/dev/null || python3 -c 'import os; os.setxattr("/tmp", "user.x", b"1")'`, nil, nsjail.StatusOK, false},
+		{"inode-flags-on-tmp", `python3 -c 'import array, fcntl, os
+fd = os.open("/tmp", os.O_RDONLY); a = array.array("i", [0])
+fcntl.ioctl(fd, 0x80086601, a); a[0] |= 0x80; fcntl.ioctl(fd, 0x40086602, a)'`, nil, nsjail.StatusOK, false},
+		{"timeout", `sleep 10`, func(p *policy.Policy) { p.Timeout = policy.Duration(200 * time.Millisecond) }, nsjail.StatusTimeout, false},
+		{"cpu-time", `while :; do :; done`, func(p *policy.Policy) { p.CPUTime = policy.Duration(300 * time.Millisecond) }, nsjail.StatusCPULimit, false},
+		{"output", `head -c 100000 /dev/zero`, func(p *policy.Policy) { p.MaxOutput = 1000 }, nsjail.StatusOutputLimit, false},
+		{"oom", `python3 -c 'b = bytearray(256 << 20)'`, memory, nsjail.StatusMemoryLimit, true},
+		{"kill-rule", `mkdir /tmp/x`, func(p *policy.Policy) {
+			p.Seccomp.Rules = []policy.SyscallRule{{Names: []string{"mkdir", "mkdirat"}, Action: policy.ActKill}}
+		}, nsjail.StatusSeccompViolation, true},
+	}
+	if runtime.NumCPU() > 1 {
+		cases = append(cases, struct {
+			name, script string
+			mod          func(*policy.Policy)
+			status       nsjail.Status
+			jail         bool
+		}{"pid1-affinity", `taskset -p -c 0 1 >/dev/null`, nil, nsjail.StatusOK, false})
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, g := r.prepare()
-			if res := r.run(p, g, "true", nil); res.Status != nsjail.StatusOK || !p.Reusable() {
+			var p *nsjail.Prepared
+			var g cgroups.Group
+			if c.jail {
+				p, g = r.prepare(c.mod)
+			} else {
+				p, g = r.prepare()
+			}
+			jail := func(pol *policy.Policy) {
+				if c.jail {
+					c.mod(pol)
+				}
+			}
+			if res := r.run(p, g, "true", jail); res.Status != nsjail.StatusOK || !p.Reusable() {
 				t.Fatalf("a plain run: %+v", res)
 			}
 			res := r.run(p, g, c.script, c.mod)
@@ -180,7 +219,7 @@ func TestRecycledSandbox(t *testing.T) {
 			if p.Reusable() {
 				t.Fatal("the sandbox is reusable after this run")
 			}
-			spec := r.spec("true", nil)
+			spec := r.spec("true", jail)
 			spec.Cgroup = g
 			if _, err := p.Run(t.Context(), spec); err == nil {
 				t.Fatal("a discarded sandbox ran another program")

@@ -135,17 +135,23 @@ type Spec struct {
 	// sandbox serves one run after another. Between two runs its reaper
 	// kills and reaps every process of the last one, empties the
 	// writable tmpfs mounts (/tmp, /dev/shm, /dev/mqueue, a tmpfs
-	// /workspace) and checks that nothing else a run could leave behind
-	// is there (SysV IPC objects; pid 1's inherited attributes); the
-	// supervisor resets the cgroup's counters (CPU base, memory peak,
-	// OOM kills). A run the reaper could not reset, or one the
-	// supervisor killed (timeout, CPU, output, seccomp kill rule) or the
-	// OOM killer touched, ends the sandbox: Prepared.Reusable is then
-	// false. It needs a filter that also allows RecycleSyscalls, no
-	// egress proxy, no mount inside a wiped directory, and a cgroup whose
-	// memory peak can be reset (cgroups.Group.ResetPeak); without them
-	// the sandbox serves one run, as without Recycle. A host directory
-	// bound writable (the workspace) is the caller's to empty.
+	// /workspace) and checks what it cannot empty: no SysV IPC object,
+	// pid 1's inherited attributes (rlimits, nice, sched_getattr,
+	// affinity, I/O priority, oom_score_adj) and each emptied root's inode
+	// flags and extended attributes as they were. The supervisor resets
+	// the cgroup's counters (CPU and OOM bases, memory peak). A run the
+	// reaper could not reset, or one killed (timeout, CPU, output,
+	// seccomp kill rule, OOM), ends the sandbox: Prepared.Reusable is
+	// then false. It needs a filter that allows RecycleSyscalls and denies
+	// what a reset cannot undo (the executor recycles under the default
+	// profile only), no egress proxy, no mount on or in an emptied
+	// directory, and a cgroup whose memory peak can be reset
+	// (cgroups.Group.ResetPeak); without them the sandbox serves one run,
+	// as without Recycle. A host directory bound writable (the
+	// workspace) is the caller's to empty. What a reset does not reach
+	// (pid 1's children's CPU times in /proc/1/stat, pid and IPC id
+	// counters, the page cache, a port in TIME_WAIT) is shared by the
+	// runs of one sandbox.
 	Recycle bool
 	// Logger receives lifecycle events (never payload data). nil = none.
 	Logger *slog.Logger

@@ -81,6 +81,9 @@ func (s *Sandbox) Signal(sig os.Signal) error {
 		return nil
 	default:
 	}
+	if s.rec != nil && s.rec.over {
+		return nil // a recycled run's program ended: the sandbox is no longer its
+	}
 	var err error
 	if s.pidfd >= 0 {
 		err = unix.PidfdSendSignal(s.pidfd, ss, nil, 0)

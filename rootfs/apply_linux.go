@@ -162,8 +162,14 @@ func applyOp(root int, op Op, tree int) error {
 		return inParent(root, rel, func(dir int, name string) error {
 			return writeFileAt(dir, name, op.Data, 0o644)
 		})
-	case KindTmpfs, KindProc, KindDevpts, KindMqueue:
+	case KindTmpfs, KindProc, KindDevpts:
 		return mountFS(root, rel, string(op.Kind), op.Options, op)
+	case KindMqueue:
+		err := mountFS(root, rel, string(op.Kind), op.Options, op)
+		if op.Optional && errors.Is(err, unix.ENODEV) {
+			return nil // a kernel without POSIX message queues
+		}
+		return err
 	case KindBind:
 		if tree == 0 {
 			return nil // optional and missing

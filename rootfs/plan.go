@@ -39,8 +39,9 @@ const (
 	KindDevpts Kind = "devpts"
 	// KindMqueue mounts the POSIX message queues of the sandbox's IPC
 	// namespace at Target, as hosts and Docker have /dev/mqueue: NoExec
-	// is required. Queues exist without it; with it they can be listed
-	// and removed (a recycled sandbox's reaper empties it between runs).
+	// is required; Optional skips it on a kernel without them. Queues
+	// exist without it; with it they can be listed and removed (a
+	// recycled sandbox's reaper empties it between runs).
 	KindMqueue Kind = "mqueue"
 	// KindDir creates the directory Target.
 	KindDir Kind = "dir"
@@ -69,7 +70,8 @@ type Op struct {
 	// is useless on a nodev mount) and a cover (the cover of /dev, whose
 	// bound nodes it copies).
 	KeepDevices bool `json:"keep_devices,omitempty"`
-	// Optional skips a bind or cover whose source does not exist.
+	// Optional skips a bind or cover whose source does not exist, and an
+	// mqueue the kernel lacks.
 	Optional bool `json:"optional,omitempty"`
 	// CharDevice requires a bind source to be a character device (the
 	// /dev nodes), so a swapped /dev/null is refused, not bound. Such a
@@ -229,7 +231,7 @@ func Default(o Options) (Plan, error) {
 	add(Op{Kind: KindCover, Target: "/dev", ReadOnly: true, NoExec: true, KeepDevices: true})
 	add(Op{Kind: KindTmpfs, Target: "/dev/shm", Options: tmpfsOpts(size, "1777"), NoExec: true})
 	add(Op{Kind: KindDevpts, Target: "/dev/pts", Options: "ptmxmode=0666,mode=0620", NoExec: true, KeepDevices: true})
-	add(Op{Kind: KindMqueue, Target: "/dev/mqueue", NoExec: true})
+	add(Op{Kind: KindMqueue, Target: "/dev/mqueue", NoExec: true, Optional: true})
 
 	add(Op{Kind: KindTmpfs, Target: "/tmp", Options: tmpfsOpts(size, "1777")})
 	if o.Workspace != "" {
@@ -327,7 +329,7 @@ func (p Plan) Validate() error {
 		switch {
 		case op.KeepDevices && !devices, noexec && !op.NoExec, readOnly && !op.ReadOnly:
 			return fmt.Errorf("rootfs: op %d: %s %s: mount attributes (read-only %v, noexec %v, keep devices %v) unlike its kind's", i, op.Kind, op.Target, op.ReadOnly, op.NoExec, op.KeepDevices)
-		case op.Optional && op.Kind != KindBind && op.Kind != KindCover:
+		case op.Optional && op.Kind != KindBind && op.Kind != KindCover && op.Kind != KindMqueue:
 			return fmt.Errorf("rootfs: op %d: %s %s cannot be optional", i, op.Kind, op.Target)
 		}
 		switch op.Kind {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 
 	"github.com/airlock-sandbox/airlock/policy"
 	moby "github.com/moby/profiles/seccomp"
@@ -42,6 +43,10 @@ var denied = []string{
 	"modify_ldt", "iopl", "ioperm",
 	"fanotify_init", "lookup_dcookie",
 }
+
+// DefaultDenied returns the calls the default profile refuses whatever
+// the Docker profile allows (a copy).
+func DefaultDenied() []string { return slices.Clone(denied) }
 
 // DefaultProfile returns airlock's default filter: Docker's default
 // profile for a process with no capabilities (github.com/moby/profiles),

@@ -325,9 +325,9 @@ static unsigned char *wstr(unsigned char *p, const char *s, unsigned long max) {
 // What a status message reports (one of them): a failed stage, the
 // waiting reaper set up ("prepared"), the program exec'd ("started"), or
 // its end ("ended", with its wait status).
-// A recycling reaper's end of a run is "ended" and "prepared" at once
-// (EV_RECYCLED): the sandbox is reset and waits for its next run.
-enum { EV_FAILED, EV_PREPARED, EV_STARTED, EV_ENDED, EV_RECYCLED };
+// A recycling reaper reports a run's "ended", then, once the sandbox is
+// reset, "prepared" again.
+enum { EV_FAILED, EV_PREPARED, EV_STARTED, EV_ENDED };
 
 // status sends one init status message: event, with the wait status ws
 // (EV_ENDED), or the failed stage's errno (a negative return value) and
@@ -335,8 +335,8 @@ enum { EV_FAILED, EV_PREPARED, EV_STARTED, EV_ENDED, EV_RECYCLED };
 static void status(int fd, int event, unsigned ws, const char *stage, long err, const char *what) {
 	unsigned char m[4200], *p = m;
 	*p++ = WIRE_VERSION;
-	*p++ = 0, *p++ = event == EV_PREPARED || event == EV_RECYCLED, *p++ = 0; // ready, prepared, listener
-	*p++ = event == EV_STARTED, *p++ = event == EV_ENDED || event == EV_RECYCLED;
+	*p++ = 0, *p++ = event == EV_PREPARED, *p++ = 0; // ready, prepared, listener
+	*p++ = event == EV_STARTED, *p++ = event == EV_ENDED;
 	p = uvarint(p, ws);
 	p = wstr(p, stage, 16);
 	p = uvarint(p, (unsigned long)(-err) << 1);  // errno, a zigzag varint
@@ -584,8 +584,8 @@ static long fstatFd(int fd, struct stat *st) {
 // Entries are unlinked as they are read; after a subdirectory (emptied
 // and made writable first, whatever mode its program left), the scan
 // starts over: the buffer is shared by every level.
-static int wipeAt(int fd, unsigned long dev, int depth) {
-	static char buf[4096];
+static int wipeAt(int fd, unsigned long dev, int depth, int mq) {
+	static char buf[4096] __attribute__((aligned(8)));
 	if (depth > MAXDEPTH)
 		return 0;
 	for (;;) {
@@ -603,9 +603,9 @@ static int wipeAt(int fd, unsigned long dev, int depth) {
 			long r = SYS(__NR_unlinkat, fd, d->name, 0);
 			if (r == 0)
 				continue;
-			// /dev/mqueue's root is owned by an id unmapped here, which
-			// the kernel refuses an unlink in; mq_unlink removes a queue.
-			if (r == -13 /* EACCES */ && depth == 0 && SYS(__NR_mq_unlink, d->name, 0, 0) == 0)
+			// A queue of the mqueue root (mq): unlink is refused there
+			// (EACCES), mq_unlink removes it.
+			if (r == -13 /* EACCES */ && mq && SYS(__NR_mq_unlink, d->name, 0, 0) == 0)
 				continue;
 			if (r != -21 /* EISDIR */)
 				return 0;
@@ -621,7 +621,7 @@ static int wipeAt(int fd, unsigned long dev, int depth) {
 			if (sub < 0)
 				return 0;
 			struct stat st;
-			int ok = fstatFd((int)sub, &st) == 0 && st.st_dev == dev && SYS(__NR_fchmod, sub, 0700, 0) == 0 && wipeAt((int)sub, dev, depth + 1);
+			int ok = fstatFd((int)sub, &st) == 0 && st.st_dev == dev && SYS(__NR_fchmod, sub, 0700, 0) == 0 && wipeAt((int)sub, dev, depth + 1, 0);
 			SYS(__NR_close, sub, 0, 0);
 			if (!ok || SYS(__NR_unlinkat, fd, name, 0x200 /* AT_REMOVEDIR */) < 0 || SYS(__NR_lseek, fd, 0, 0) < 0)
 				return 0;
@@ -634,19 +634,47 @@ static int wipeAt(int fd, unsigned long dev, int depth) {
 // once, when the reaper starts: opening them again each run cost more
 // than the rest of the reset. A root cannot be replaced (no mount), and
 // its fd keeps working whatever mode a run gives it.
-static int wipeFd[MAXWIPE];
-static unsigned long wipeDev[MAXWIPE];
+static int wipeFd[MAXWIPE], wipeMq[MAXWIPE];
 static int ipcFd[3], oomFd;
+static unsigned long wipeDev[MAXWIPE];
+// What a root must still have after each run, besides its mode: its
+// inode flags (chattr's: +A, +d, +C... a tmpfs root passes some on to new
+// files) and its extended attributes' names (user.* on a tmpfs; the
+// security.* a host's LSM set stay as they were).
+static struct rootState {
+	long flagsErr, flags;
+	long nxattr;
+	char xattrs[1024];
+} wipeState[MAXWIPE];
 
-// wipe restores root i's mode and empties it; 0 if it could not. A root
-// with extended attributes (user.* on a tmpfs) is not reset: 0.
+static void rootState(int fd, struct rootState *rs) {
+	unsigned char *z = (unsigned char *)rs;
+	for (unsigned long i = 0; i < sizeof *rs; i++)
+		z[i] = 0; // sameBytes compares every byte
+	int flags = 0;
+	rs->flagsErr = SYS(__NR_ioctl, fd, 0x80086601 /* FS_IOC_GETFLAGS */, &flags);
+	rs->flags = flags;
+	rs->nxattr = SYS(__NR_flistxattr, fd, rs->xattrs, sizeof rs->xattrs);
+}
+
+static int sameBytes(const void *a, const void *b, unsigned long n) {
+	const unsigned char *x = a, *y = b;
+	for (unsigned long i = 0; i < n; i++)
+		if (x[i] != y[i])
+			return 0;
+	return 1;
+}
+
+// wipe restores root i's mode and empties it; 0 if it could not, or if
+// its flags or extended attributes changed.
 static int wipe(int i) {
 	struct stat st;
-	char names[8];
+	static struct rootState now;
 	int fd = wipeFd[i];
 	if (fstatFd(fd, &st) < 0 || ((st.st_mode & 07777) != wipeMode[i] && SYS(__NR_fchmod, fd, wipeMode[i], 0) < 0))
 		return 0;
-	return SYS(__NR_flistxattr, fd, names, sizeof names) == 0 && SYS(__NR_lseek, fd, 0, 0) == 0 && wipeAt(fd, wipeDev[i], 0);
+	rootState(fd, &now);
+	return sameBytes(&now, &wipeState[i], sizeof now) && SYS(__NR_lseek, fd, 0, 0) == 0 && wipeAt(fd, wipeDev[i], 0, wipeMq[i]);
 }
 
 // preadSmall reads a small /proc file, open as fd, from its start into b
@@ -689,6 +717,13 @@ static long openRecycling(int argc, char **argv) {
 			return fd;
 		if (fstatFd((int)fd, &st) < 0)
 			return -5;
+		struct {
+			long type, rest[15];
+		} sfs;
+		if (SYS(__NR_fstatfs, fd, &sfs, 0) < 0)
+			return -5;
+		wipeMq[nwipe] = sfs.type == 0x19800202; // MQUEUE_MAGIC
+		rootState((int)fd, &wipeState[nwipe]);
 		wipeFd[nwipe] = (int)fd, wipeMode[nwipe] = st.st_mode & 07777, wipeDev[nwipe++] = st.st_dev;
 	}
 	for (int i = 0; i < 3; i++)
@@ -704,8 +739,12 @@ static long openRecycling(int argc, char **argv) {
 struct attrs {
 	struct rlimit rl[16];
 	long nice, policy, ioprio;
-	unsigned char affinity[128];
+	unsigned char affinity[512]; // 4096 CPUs
 	long naff;
+	// sched_getattr's: policy, nice, priority, and the utilization
+	// clamps a process of the same uid may set (CONFIG_UCLAMP_TASK).
+	unsigned char sched[56];
+	long nsched;
 	char oom[32];
 };
 
@@ -720,16 +759,11 @@ static int getAttrs(struct attrs *a) {
 	a->policy = SYS(__NR_sched_getscheduler, 0, 0, 0);
 	a->ioprio = SYS(__NR_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0, 0);
 	a->naff = SYS(__NR_sched_getaffinity, 0, sizeof a->affinity, a->affinity);
-	return a->nice >= 0 && a->policy >= 0 && a->ioprio >= 0 && a->naff > 0 && preadSmall(oomFd, a->oom, sizeof a->oom) > 0;
+	a->nsched = sys6(__NR_sched_getattr, 0, (long)a->sched, sizeof a->sched, 0, 0, 0);
+	return a->nice >= 0 && a->policy >= 0 && a->ioprio >= 0 && a->naff > 0 && a->nsched == 0 && preadSmall(oomFd, a->oom, sizeof a->oom) > 0;
 }
 
-static int sameAttrs(const struct attrs *a, const struct attrs *b) {
-	const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
-	for (unsigned long i = 0; i < sizeof *a; i++)
-		if (x[i] != y[i])
-			return 0;
-	return 1;
-}
+static int sameAttrs(const struct attrs *a, const struct attrs *b) { return sameBytes(a, b, sizeof *a); }
 
 // recvStreams receives a run's three stdio fds on the status socket: 1,
 // 0 at EOF (the supervisor discarded the sandbox), or -errno.
@@ -825,13 +859,14 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 		quit(1);
 	}
 	static struct attrs first, now;
+	int canRecycle = 0;
 	if (recycle) {
-		// What a reset restores (the modes) or checks against.
-		r = openRecycling(argc, argv);
-		if (r < 0 || !getAttrs(&first)) {
-			status(st, EV_FAILED, 0, "reaper", r < 0 ? r : -5, "airlock-reaper: recycling setup");
-			quit(1);
-		}
+		// What a reset restores (the modes) or checks against. Where
+		// that cannot be known (a /proc file, a call this host refuses),
+		// the sandbox serves one run: after it, no "prepared" comes.
+		canRecycle = openRecycling(argc, argv) == 0 && getAttrs(&first);
+		for (int i = 0; i < nwipe; i++)
+			canRecycle &= wipeState[i].nxattr >= 0;
 	}
 	// Set up: the sandbox is prepared (the supervisor's Prepare returns
 	// on this report, so a failure before it is Prepare's).
@@ -875,7 +910,7 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 				// Recycling: the run's own streams (the originals are
 				// close-on-exec).
 				for (int i = 0; recycle && i < 3; i++)
-					if ((r = SYS(__NR_dup3, fds[i], i, 0)) < 0)
+					if ((r = fds[i] == i ? SYS(__NR_fcntl, i, F_SETFD, 0) : SYS(__NR_dup3, fds[i], i, 0)) < 0)
 						childFail(errp[1], CHILD_EXEC, r);
 				for (unsigned long i = 0; i < pg.nrl; i++)
 					if ((r = sys6(__NR_prlimit64, 0, (long)pg.rl[i].resource, (long)&pg.rl[i].cur, 0, 0, 0)) < 0)
@@ -931,21 +966,24 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 			quit((ws & 0x7f) == 0 ? (ws >> 8) & 0xff : 128 + (ws & 0x7f));
 		}
 		// Recycling. Ordering: every process of the run is gone (killed,
-		// then reaped: a zombie's writes are done) before the reset, so
-		// nothing writes into what is being emptied, and before "ended",
-		// so the run's streams are at their EOF when the supervisor
-		// reads it. Signals that arrived for the run since are dropped.
+		// then reaped: a zombie's writes are done) before "ended", so
+		// the run's streams are at their EOF when the supervisor reads
+		// it, and before the reset, so nothing writes into what is being
+		// emptied. "ended" goes before the reset: the run is over, and
+		// the supervisor's limits (timeout, CPU) no longer apply to it.
+		// Signals that arrived for the run since are dropped.
 		SYS(__NR_kill, -1, SIGKILL, 0);
 		while ((r = sys6(__NR_wait4, -1, 0, __WALL, 0, 0, 0)) != -10 /* ECHILD */)
 			if (r < 0 && r != -4)
 				break;
+		status(st, EV_ENDED, (unsigned)ws, "", 0, "");
 		dropSignals(set);
-		int ok = r == -10 && noIPC() && getAttrs(&now) && sameAttrs(&first, &now);
+		int ok = canRecycle && r == -10 && noIPC() && getAttrs(&now) && sameAttrs(&first, &now);
 		for (int i = 0; ok && i < nwipe; i++)
 			ok = wipe(i);
-		status(st, ok ? EV_RECYCLED : EV_ENDED, (unsigned)ws, "", 0, "");
 		if (!ok)
-			quit(1);
+			quit(1); // the supervisor sees EOF: the sandbox goes
+		status(st, EV_PREPARED, 0, "", 0, "");
 	}
 }
 
