@@ -182,6 +182,9 @@ fcntl.ioctl(fd, 0x80086601, a); a[0] |= 0x80; fcntl.ioctl(fd, 0x40086602, a)'`, 
 		{"timeout", `sleep 10`, func(p *policy.Policy) { p.Timeout = policy.Duration(200 * time.Millisecond) }, nsjail.StatusTimeout, false},
 		{"cpu-time", `while :; do :; done`, func(p *policy.Policy) { p.CPUTime = policy.Duration(300 * time.Millisecond) }, nsjail.StatusCPULimit, false},
 		{"output", `head -c 100000 /dev/zero`, func(p *policy.Policy) { p.MaxOutput = 1000 }, nsjail.StatusOutputLimit, false},
+		// Past the cap in what the program left in the pipe as it ended:
+		// found after its end, still its result's cause.
+		{"output-at-exit", `head -c 5000 /dev/zero`, func(p *policy.Policy) { p.MaxOutput = 1000 }, nsjail.StatusOutputLimit, false},
 		{"oom", `python3 -c 'b = bytearray(256 << 20)'`, memory, nsjail.StatusMemoryLimit, true},
 		{"kill-rule", `mkdir /tmp/x`, func(p *policy.Policy) {
 			p.Seccomp.Rules = []policy.SyscallRule{{Names: []string{"mkdir", "mkdirat"}, Action: policy.ActKill}}

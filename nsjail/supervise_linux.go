@@ -293,12 +293,14 @@ func (s *Sandbox) kill(reason Status) error {
 	// its own just before a late timer was not killed).
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.rec != nil && s.rec.over {
-		// A recycled run that ended: its sandbox may be serving the next.
-		return nil
-	}
 	if (reason == StatusOutputLimit || reason == StatusSeccompViolation) && s.reason == "" {
 		s.reason = reason
+	}
+	if s.rec != nil && s.rec.over {
+		// A recycled run whose program ended: the sandbox is being reset
+		// or serves another run. (An overflow found in the output it left
+		// is still its cause, above, as for a cold run.)
+		return nil
 	}
 	if s.spec.Process && !s.groupDone {
 		// The process backend's tree is its process group (the leader's
