@@ -316,15 +316,25 @@ func (s *Sandbox) follow(status syscall.RawConn, started chan<- error) {
 	if !rec.recycled {
 		<-rec.p.s.exited
 	}
-	if !rec.ended {
-		switch s.killReason() {
+	if !rec.ended && !sent {
+		reason := s.killReason()
+		if reason == "" {
+			reason = rec.p.s.killReason() // a kill rule's notification (watchNotify)
+		}
+		switch reason {
 		case StatusTimeout:
 			startErr = &policy.SetupError{Stage: "init", Err: errSetupTimeout}
 		case reasonCancelled:
 			startErr = fmt.Errorf("nsjail: run cancelled during setup: %w", s.cancelErr())
-		}
-		if startErr == nil {
-			startErr = &policy.SetupError{Stage: "reaper", Err: fmt.Errorf("pid 1 ended before it started the program: %v", rec.p.s.cmd.ProcessState)}
+		case StatusSeccompViolation, StatusOutputLimit:
+			// The program ran: killed for a filtered call or for its
+			// output before the reaper's "started" went out. Wait says
+			// which, as for a cold run.
+			startErr = nil
+		default:
+			if startErr == nil {
+				startErr = &policy.SetupError{Stage: "reaper", Err: fmt.Errorf("pid 1 ended before it started the program: %v", rec.p.s.cmd.ProcessState)}
+			}
 		}
 	}
 	start(startErr)
