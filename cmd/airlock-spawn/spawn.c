@@ -149,6 +149,21 @@ struct report {
 	__s32 step, err, pid;
 };
 
+// The kernel's struct iovec and struct msghdr (no libc headers here).
+struct iov {
+	void *base;
+	unsigned long len;
+};
+struct msg {
+	void *name;
+	int namelen;
+	struct iov *iov;
+	unsigned long iovlen;
+	void *control;
+	unsigned long controllen;
+	int flags;
+};
+
 static int reportfd = -1;
 
 // report sends the one report; with a pidfd (success), as SCM_RIGHTS.
@@ -159,19 +174,8 @@ static void report(int step, long err, int pid, int pidfd) {
 		int level, type;
 		int fd;
 	} __attribute__((aligned(8))) cm = {sizeof(unsigned long) + 2 * sizeof(int) + sizeof(int), 1 /* SOL_SOCKET */, 1 /* SCM_RIGHTS */, pidfd};
-	struct {
-		void *base;
-		unsigned long len;
-	} iov = {&r, sizeof r};
-	struct {
-		void *name;
-		int namelen;
-		void *iov;
-		unsigned long iovlen;
-		void *control;
-		unsigned long controllen;
-		int flags;
-	} msg = {0, 0, &iov, 1, pidfd >= 0 ? &cm : 0, pidfd >= 0 ? sizeof cm : 0, 0};
+	struct iov iov = {&r, sizeof r};
+	struct msg msg = {0, 0, &iov, 1, pidfd >= 0 ? &cm : 0, pidfd >= 0 ? sizeof cm : 0, 0};
 	SYS(__NR_sendmsg, reportfd, &msg, 0x4000 /* MSG_NOSIGNAL */);
 }
 
@@ -775,19 +779,8 @@ static long recvStreams(int st, int fds[3]) {
 		int fd[3];
 		int pad;
 	} __attribute__((aligned(8))) cm;
-	struct {
-		void *base;
-		unsigned long len;
-	} iov = {&byte, 1};
-	struct {
-		void *name;
-		int namelen;
-		void *iov;
-		unsigned long iovlen;
-		void *control;
-		unsigned long controllen;
-		int flags;
-	} msg = {0, 0, &iov, 1, &cm, sizeof cm, 0};
+	struct iov iov = {&byte, 1};
+	struct msg msg = {0, 0, &iov, 1, &cm, sizeof cm, 0};
 	long r;
 	do
 		r = SYS(__NR_recvmsg, st, &msg, 0x40000000 /* MSG_CMSG_CLOEXEC */);
