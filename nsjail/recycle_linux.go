@@ -45,6 +45,9 @@ type recycledRun struct {
 	ended, recycled bool
 	ws              syscall.WaitStatus
 	endedAt         time.Time
+	// reported: the start failed in a step the reaper reported (the
+	// program's exec, chdir, rlimits); it then resets and serves on.
+	reported bool
 	// over (under the run's mu) is set once the reaper reported the
 	// program's end: a kill or signal from then on must not reach the
 	// sandbox, which is being reset or serves another run.
@@ -251,10 +254,19 @@ func (p *Prepared) startRecycled(ctx context.Context, spec Spec) (*Sandbox, erro
 		return nil, &policy.SetupError{Stage: "send program", Err: err}
 	}
 	if err := <-started; err != nil {
-		// The reaper ends after a failed start: so does the sandbox.
-		s.kill(StatusSignaled)
-		<-s.exited
-		p.discard()
+		// A start that failed before the exec (not found, a chdir, an
+		// rlimit): the reaper resets and reports "prepared" again, and the
+		// sandbox serves the next request. Any other failure ends it
+		// (follow then sees its death).
+		if rec := s.rec; !rec.reported {
+			s.kill(StatusSignaled)
+			<-s.exited
+			p.discard()
+		} else if <-s.exited; rec.recycled && p.alive() {
+			p.release()
+		} else {
+			p.discard()
+		}
 		return nil, err
 	}
 	s.phase("exec")
@@ -301,7 +313,9 @@ func (s *Sandbox) follow(status syscall.RawConn, started chan<- error) {
 			s.mu.Lock()
 			rec.ended, rec.ws, rec.endedAt, rec.over = true, syscall.WaitStatus(st.WaitStatus), time.Now(), true
 			s.mu.Unlock()
-		case st.Prepared && rec.ended:
+		case st.Prepared && (rec.ended || sent && startErr != nil):
+			// Reset after the program's end, or after a start that
+			// failed before the exec (the reaper serves on).
 			rec.recycled = true
 		case st.Started:
 			start(nil)
@@ -310,7 +324,8 @@ func (s *Sandbox) follow(status syscall.RawConn, started chan<- error) {
 				st.Msg = syscall.Errno(st.Errno).Error()
 			}
 			startErr = &policy.SetupError{Stage: st.Stage, Err: s.initFailure(st)}
-			start(startErr) // the reaper ends after it
+			rec.reported = !sent // set before start sends: Start reads it after
+			start(startErr)
 		}
 	}
 	if !rec.recycled {

@@ -155,6 +155,29 @@ func TestRecycledSandbox(t *testing.T) {
 	if !p.Reusable() {
 		t.Fatal("a program's own signal ended the sandbox")
 	}
+	// A start that fails before the exec ran nothing: the same error as
+	// a cold start's, and the sandbox serves on.
+	for _, c := range []struct {
+		name string
+		mod  func(*nsjail.Spec)
+	}{
+		{"not found", func(s *nsjail.Spec) { s.Args = []string{"no-such-program"} }},
+		{"no such dir", func(s *nsjail.Spec) { s.Dir = "/no/such/dir" }},
+	} {
+		spec := r.spec("true", nil)
+		spec.Cgroup = g
+		c.mod(&spec)
+		_, err := p.Run(t.Context(), spec)
+		cold := r.spec("true", nil)
+		c.mod(&cold)
+		_, coldErr := nsjail.Run(t.Context(), cold)
+		if err == nil || coldErr == nil || err.Error() != coldErr.Error() {
+			t.Fatalf("%s: recycled %v, cold %v", c.name, err, coldErr)
+		}
+		if !p.Reusable() {
+			t.Fatalf("%s: a start that failed before the exec ended the sandbox", c.name)
+		}
+	}
 	// pid 1 is not dumpable: its /proc files are not the program's to
 	// write (the reaper checks oom_score_adj all the same).
 	if res := r.run(p, g, `echo 500 > /proc/1/oom_score_adj`, nil); res.Status != nsjail.StatusExited || !p.Reusable() {

@@ -934,29 +934,34 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 			r = SYS(__NR_read, errp[0], e, sizeof e);
 		while (r == -4 /* EINTR */);
 		SYS(__NR_close, errp[0], 0, 0);
-		if (r != 0) {
+		int ws = 0, started = r == 0;
+		if (!started) {
 			sys6(__NR_wait4, child, 0, __WALL, 0, 0, 0);
 			if (r != sizeof e || e[0] < CHILD_EXEC || e[0] > CHILD_CHDIR)
 				e[0] = CHILD_EXEC, e[1] = -5; // EIO
 			// The waiting reaper's reports carry no message: the supervisor
 			// names the errno, as for the init's own reports.
 			status(st, EV_FAILED, 0, childStage[e[0]], e[1], waits ? "" : argv[3]);
-			quit(1);
-		}
-		status(st, EV_STARTED, 0, "", 0, "");
-		int ws = 0, ended = 0;
-		while (!ended) {
-			while (!ended && (r = sys6(__NR_wait4, -1, (long)&ws, WNOHANG | __WALL, 0, 0, 0)) > 0)
-				ended = r == child && (ws & 0x7f) != 0x7f; // else an orphan, or a stop
-			if (ended)
-				break;
-			r = sys6(__NR_rt_sigtimedwait, (long)&set, 0, 0, sizeof set, 0, 0);
-			if (r > 0 && r != SIGCHLD && SYS(__NR_kill, -child, r, 0) == -3 /* ESRCH */)
-				SYS(__NR_kill, child, r, 0);
-		}
-		if (!recycle) {
-			status(st, EV_ENDED, (unsigned)ws, "", 0, ""); // lost only if the supervisor is gone
-			quit((ws & 0x7f) == 0 ? (ws >> 8) & 0xff : 128 + (ws & 0x7f));
+			if (!recycle)
+				quit(1);
+			// Recycling: nothing ran (the child failed before its exec);
+			// the same reset all the same, and the sandbox serves on.
+		} else {
+			status(st, EV_STARTED, 0, "", 0, "");
+			int ended = 0;
+			while (!ended) {
+				while (!ended && (r = sys6(__NR_wait4, -1, (long)&ws, WNOHANG | __WALL, 0, 0, 0)) > 0)
+					ended = r == child && (ws & 0x7f) != 0x7f; // else an orphan, or a stop
+				if (ended)
+					break;
+				r = sys6(__NR_rt_sigtimedwait, (long)&set, 0, 0, sizeof set, 0, 0);
+				if (r > 0 && r != SIGCHLD && SYS(__NR_kill, -child, r, 0) == -3 /* ESRCH */)
+					SYS(__NR_kill, child, r, 0);
+			}
+			if (!recycle) {
+				status(st, EV_ENDED, (unsigned)ws, "", 0, ""); // lost only if the supervisor is gone
+				quit((ws & 0x7f) == 0 ? (ws >> 8) & 0xff : 128 + (ws & 0x7f));
+			}
 		}
 		// Recycling. Ordering: every process of the run is gone (killed,
 		// then reaped: a zombie's writes are done) before "ended", so
@@ -969,7 +974,8 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 		while ((r = sys6(__NR_wait4, -1, 0, __WALL, 0, 0, 0)) != -10 /* ECHILD */)
 			if (r < 0 && r != -4)
 				break;
-		status(st, EV_ENDED, (unsigned)ws, "", 0, "");
+		if (started)
+			status(st, EV_ENDED, (unsigned)ws, "", 0, "");
 		dropSignals(set);
 		int ok = canRecycle && r == -10 && noIPC() && getAttrs(&now) && sameAttrs(&first, &now);
 		for (int i = 0; ok && i < nwipe; i++)
