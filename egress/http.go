@@ -1,3 +1,5 @@
+//go:build !airlock_slim
+
 package egress
 
 import (
@@ -8,10 +10,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
+
+// httpProxy: this build serves HTTP proxy requests (http_slim.go).
+const httpProxy = true
 
 // hopHeaders are the hop-by-hop headers a proxy does not forward.
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Upgrade"}
@@ -182,17 +186,4 @@ func httpRefusal(c net.Conn, r *record) {
 func httpError(c net.Conn, code int, msg string) {
 	body := msg + "\n"
 	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", code, http.StatusText(code), len(body), body)
-}
-
-// splitHostPort splits "host:port" with a port in 1-65535.
-func splitHostPort(hp string) (string, uint16, bool) {
-	host, ps, err := net.SplitHostPort(hp)
-	if err != nil || host == "" {
-		return "", 0, false
-	}
-	n, err := strconv.Atoi(ps)
-	if err != nil || n < 1 || n > 65535 {
-		return "", 0, false
-	}
-	return host, uint16(n), true
 }

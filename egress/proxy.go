@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -154,6 +153,11 @@ func joinRules(rules []policy.NetRule) string {
 
 // New returns a Proxy for cfg; it serves nothing until Serve.
 func New(cfg Config) (*Proxy, error) {
+	if !httpProxy {
+		return nil, &policy.UnsupportedError{Control: "network allow-list",
+			Reason: "this airlock was built without its egress proxy (tag airlock_slim: the CLI scripts/build makes, which runs airlock-daemon for --net allow)",
+			Fix:    "run it with airlock-daemon, or a build without the airlock_slim tag"}
+	}
 	rules, err := Compile(cfg.Egress)
 	if err != nil {
 		return nil, err
@@ -235,7 +239,7 @@ func (p *Proxy) overCap(c net.Conn) {
 		c.Write([]byte{socksVersion, socksNoMethod})
 	default:
 		p.refuse("http", "", 0, reason)
-		httpError(c, http.StatusForbidden, "airlock: denied: "+reason)
+		httpError(c, 403, "airlock: denied: "+reason)
 	}
 }
 

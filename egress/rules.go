@@ -3,7 +3,9 @@ package egress
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/policy"
@@ -215,4 +217,17 @@ func Special(a netip.Addr) (string, netip.Prefix) {
 		}
 	}
 	return what, best
+}
+
+// splitHostPort splits "host:port" with a port in 1-65535.
+func splitHostPort(hp string) (string, uint16, bool) {
+	host, ps, err := net.SplitHostPort(hp)
+	if err != nil || host == "" {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(ps)
+	if err != nil || n < 1 || n > 65535 {
+		return "", 0, false
+	}
+	return host, uint16(n), true
 }

@@ -175,6 +175,40 @@ func New(cfg Config) (*Executor, error) {
 // set up its cgroup parent. The caller may change its copy.
 func (e *Executor) Host() *policy.Host { return e.host.Clone() }
 
+// FilterCached reports whether the seccomp filter of p is at hand without
+// compiling it: profile "none", compiled before by this Executor, or in
+// its disk cache (Config.SeccompCacheDir; it is then loaded for the run).
+// A binary without libseccomp (seccomp.CanCompile false) can run only
+// such policies; the CLI that scripts/build makes hands the others to
+// airlock-daemon. A policy that does not validate reports true: its run
+// refuses it, naming why.
+func (e *Executor) FilterCached(p policy.Policy) bool {
+	if err := p.Validate(); err != nil || p.Seccomp.Profile == "none" {
+		return true
+	}
+	body, err := seccomp.ReadProfile(p.Seccomp)
+	if err != nil {
+		return true
+	}
+	key, err := e.filterKey(p.Seccomp, body)
+	if err != nil {
+		return true
+	}
+	e.mu.Lock()
+	_, ok := e.filters[key]
+	e.mu.Unlock()
+	if ok {
+		return true
+	}
+	f, ok := e.loadCached(key)
+	if ok {
+		e.mu.Lock()
+		e.filters[key] = f
+		e.mu.Unlock()
+	}
+	return ok
+}
+
 // filter returns the compiled filter of a policy's seccomp part (nil for
 // profile "none"), compiling each distinct one once: cached in memory and,
 // if configured, on disk.

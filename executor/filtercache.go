@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/seccomp"
 	"golang.org/x/sys/unix"
@@ -58,8 +59,16 @@ func seccompDesc(s policy.Seccomp) ([]byte, error) {
 }
 
 // selfID identifies the running binary cheaply (no hashing of its bytes):
-// a rebuilt or replaced binary gets a new on-disk cache key.
+// a rebuilt or replaced binary gets a new on-disk cache key. A binary
+// with a build token (scripts/build) is identified by it instead: the
+// token is new with every build and shared by the binaries built
+// together, so that the CLI, which has no libseccomp, finds the filters
+// airlock-daemon compiled (the key's libseccomp version is the daemon's
+// in both: seccomp.LibraryVersion).
 func selfID() string {
+	if t := nsjail.BuildToken(); t != "" {
+		return "build " + t
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return "unknown"

@@ -127,6 +127,10 @@ func scmpCondition(a policy.ArgCondition) (libseccomp.ScmpCondition, error) {
 	return libseccomp.MakeCondition(a.Index, op, a.Value)
 }
 
+// CanCompile reports whether this binary compiles seccomp filters itself:
+// with cgo it links libseccomp.
+func CanCompile() bool { return true }
+
 // LibraryVersion is the linked libseccomp's version, "" without cgo.
 func LibraryVersion() string {
 	a, b, c := libseccomp.GetLibraryVersion()

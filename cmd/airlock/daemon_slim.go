@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
 // The CLI that scripts/build makes (tag airlock_slim) leaves the daemons
@@ -31,16 +33,62 @@ func mcpCmd(args []string, stdout, stderr io.Writer) int {
 // execDaemon replaces this process with airlock-daemon COMMAND ARGS. It
 // returns only when that fails, having said why.
 func execDaemon(command string, args []string, stdout, stderr io.Writer) int {
+	return usageError(stdout, stderr, daemonExec(command, args, "airlock "+command, "this airlock leaves the daemons out and runs that binary for them"))
+}
+
+// daemonExec replaces this process with airlock-daemon COMMAND ARGS: the
+// same process (pid, cgroup, signals, stdio, environment) goes on as the
+// daemon. It returns only when that fails: control and why name what
+// needed the daemon.
+func daemonExec(command string, args []string, control, why string) error {
 	exe, err := os.Executable()
 	if err != nil {
-		return usageError(stdout, stderr, &policy.SetupError{Stage: "airlock-daemon", Err: err})
+		return &policy.SetupError{Stage: "airlock-daemon", Err: err}
 	}
 	daemon := executableIn(filepath.Dir(exe), "airlock-daemon")
 	if daemon == "" {
-		return usageError(stdout, stderr, &policy.UnsupportedError{Control: "airlock " + command,
-			Reason: fmt.Sprintf("no airlock-daemon beside %s: this airlock leaves the daemons out and runs that binary for them", exe),
-			Fix:    "install airlock-daemon (scripts/build makes it) in the same directory as airlock"})
+		return &policy.UnsupportedError{Control: control,
+			Reason: fmt.Sprintf("no airlock-daemon beside %s: %s", exe, why),
+			Fix:    "install airlock-daemon (scripts/build makes it) in the same directory as airlock"}
 	}
 	err = syscall.Exec(daemon, append([]string{"airlock", command}, args...), os.Environ())
-	return usageError(stdout, stderr, &policy.SetupError{Stage: "airlock-daemon", Err: fmt.Errorf("exec %s: %w", daemon, err)})
+	return &policy.SetupError{Stage: "airlock-daemon", Err: fmt.Errorf("exec %s: %w", daemon, err)}
+}
+
+// The CLI that scripts/build makes also has no cgo, so no libseccomp,
+// and no egress proxy (net/http): about 1 ms of every run's start and
+// exit (docs/performance.md). It runs a request itself when its filter
+// is in the cache (the filters airlock-daemon compiled, under the same
+// key: the build token) and it asks for no --net allow; for anything
+// else it runs airlock-daemon with the same command and arguments,
+// before it read any of its stdin.
+
+// delegated reports whether this binary runs command through
+// airlock-daemon whatever its arguments: those that compile filters
+// (doctor's probe sandbox, policy's disassembly, posture's sandboxes)
+// when it cannot compile them itself.
+func delegated(command string) bool {
+	switch command {
+	case "doctor", "policy", "posture":
+		return !seccomp.CanCompile()
+	}
+	return false
+}
+
+// delegatesStdinCode: airlock exec reading its code from stdin (-) runs
+// through airlock-daemon, since what it reads could not be read again
+// after its policy turned out to need the daemon.
+func delegatesStdinCode() bool { return true }
+
+// needsDaemon says why airlock-daemon must run a request with policy p
+// ("" if this binary can): its --net allow proxy, or a filter that is
+// not in ex's cache and that this binary cannot compile.
+func needsDaemon(ex *executor.Executor, p policy.Policy) (control, why string) {
+	if p.Network() == policy.NetAllow {
+		return "network allow-list", "this airlock has no egress proxy and runs that binary for --net allow"
+	}
+	if !seccomp.CanCompile() && !ex.FilterCached(p) {
+		return "seccomp", "this airlock compiles no seccomp filters and runs that binary for one not in its cache"
+	}
+	return "", ""
 }

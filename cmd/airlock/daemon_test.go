@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"debug/buildinfo"
+	"debug/elf"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -66,5 +69,138 @@ func TestSlimCLIExecsDaemon(t *testing.T) {
 		if code != exitSetup || out != "" || !strings.Contains(errOut, "no airlock-daemon beside") || !strings.Contains(errOut, "scripts/build makes it") {
 			t.Errorf("airlock %s alone: exit %d, stdout %q, stderr %q; want 125 naming airlock-daemon", c, code, out, errOut)
 		}
+	}
+}
+
+// Beside a static airlock-daemon, the CLI scripts/build makes has no cgo
+// (no libseccomp) and no egress proxy (no net/http, no crypto/tls). It
+// runs a request itself when its filter is in the cache that
+// airlock-daemon fills (one key for both: the build token), and runs
+// airlock-daemon in its place for a filter it lacks, for --net allow,
+// for code on stdin and for the commands that compile (doctor, policy,
+// posture). Without the daemon beside it, a cached filter still runs and
+// each of the others is refused, naming the daemon and the fix.
+func TestSlimCLIFiltersFromDaemon(t *testing.T) {
+	bin := testutil.BinDir(t)
+	cli, err := buildinfo.ReadFile(filepath.Join(bin, "airlock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon, err := buildinfo.ReadFile(filepath.Join(bin, "airlock-daemon"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setting := func(bi *buildinfo.BuildInfo, key string) string {
+		for _, s := range bi.Settings {
+			if s.Key == key {
+				return s.Value
+			}
+		}
+		return ""
+	}
+	// Elsewhere scripts/build gives the CLI cgo, and these tests do not
+	// apply.
+	testutil.RequireFeature(t, "a static airlock-daemon on amd64 or arm64 (scripts/build gives the CLI no cgo)",
+		strings.Contains(setting(daemon, "-ldflags"), "-static") && (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64"))
+	if got := setting(cli, "CGO_ENABLED"); got != "0" {
+		t.Errorf("the CLI was built with CGO_ENABLED=%q, want 0", got)
+	}
+	f, err := elf.Open(filepath.Join(bin, "airlock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.Symbols()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		if strings.HasPrefix(s.Name, "net/http.") || strings.HasPrefix(s.Name, "crypto/tls.") || strings.Contains(s.Name, "libseccomp") {
+			t.Fatalf("the CLI links %s", s.Name)
+		}
+	}
+
+	dir := testutil.WorldReadableDir(t)
+	for _, name := range []string{"airlock", "airlock-daemon", "airlock-init", "airlock-spawn"} {
+		data, err := os.ReadFile(filepath.Join(bin, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := t.TempDir()
+	run := func(stdin string, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		cmd := exec.Command(filepath.Join(dir, "airlock"), args...)
+		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, out.String(), errb.String()
+	}
+	cached := func() []string {
+		m, _ := filepath.Glob(filepath.Join(cache, "airlock", "seccomp-*"))
+		return m
+	}
+	rule := filepath.Join(t.TempDir(), "rule.json")
+	if err := os.WriteFile(rule, []byte(`{"seccomp":{"rules":[{"names":["getpid"],"action":"kill"}]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// With the daemon: the first run compiles through it, into the cache.
+	if code, out, errOut := run("", "run", "--", "/bin/echo", "hi"); code != 0 || out != "hi\n" {
+		t.Fatalf("first run: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if n := len(cached()); n != 1 {
+		t.Fatalf("%d filters cached after the first run, want 1", n)
+	}
+	// And it runs code read from stdin (through the daemon).
+	if code, out, errOut := run("echo from stdin", "exec", "--lang", "sh", "-"); code != 0 || out != "from stdin\n" {
+		t.Fatalf("exec -: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
+	if err := os.Remove(filepath.Join(dir, "airlock-daemon")); err != nil {
+		t.Fatal(err)
+	}
+	// Without it: the cached filter runs, in the CLI alone, and its
+	// stdin reaches the program.
+	if code, out, errOut := run("piped\n", "run", "--", "/bin/cat"); code != 0 || out != "piped\n" {
+		t.Fatalf("cached filter without airlock-daemon: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	refused := func(what string, code int, out, errOut string) {
+		t.Helper()
+		if code != exitSetup || !strings.Contains(errOut, "no airlock-daemon beside") || !strings.Contains(errOut, "scripts/build makes it") {
+			t.Errorf("%s without airlock-daemon: exit %d, stdout %q, stderr %q; want 125 naming airlock-daemon", what, code, out, errOut)
+		}
+	}
+	code, out, errOut := run("", "run", "--json", "--policy", rule, "--", "/bin/true")
+	refused("a filter not cached", code, out, errOut)
+	var res struct {
+		Status string `json:"status"`
+		Error  struct {
+			Class string `json:"class"`
+			Field string `json:"field"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Status != "error" || res.Error.Class != "unsupported" || res.Error.Field != "seccomp" {
+		t.Errorf("a filter not cached, --json: %+v (%v), want an unsupported error naming seccomp", res, err)
+	}
+	code, out, errOut = run("", "run", "--net", "allow:127.0.0.1:1", "--", "/bin/true")
+	refused("--net allow", code, out, errOut)
+	code, out, errOut = run("echo hi", "exec", "--lang", "sh", "-")
+	refused("exec -", code, out, errOut)
+	for _, c := range []string{"doctor", "policy", "posture"} {
+		code, out, errOut = run("", c, "--help")
+		refused(c, code, out, errOut)
+	}
+	if n := len(cached()); n != 1 {
+		t.Errorf("%d filters cached, want the first run's only", n)
 	}
 }

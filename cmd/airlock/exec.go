@@ -34,7 +34,7 @@ func execFlagSet(out io.Writer) (*flag.FlagSet, *runFlags, *string, *string) {
 // the code is written into /workspace as a file and run by the language's
 // interpreter, with ARGS as its arguments. Same flags and result as run.
 func execCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	o := &reporter{json: jsonAsked(args), stdout: stdout, stderr: stderr}
+	o := &reporter{json: jsonAsked(args), stdout: stdout, stderr: stderr, daemon: append([]string{"exec"}, args...)}
 	fs, f, lang, code := execFlagSet(stderr)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if err == errHelp {
@@ -52,6 +52,9 @@ func execCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return o.fail(policy.Invalid("-c", "the code is empty; example: -c 'print(1)'"))
 	case f.given("c"):
 	case len(rest) > 0 && rest[0] == "-":
+		if delegatesStdinCode() {
+			return o.fail(daemonExec("exec", args, "airlock exec -", "this airlock runs that binary for code read from stdin"))
+		}
 		b, err := io.ReadAll(stdin)
 		if err != nil {
 			return o.fail(policy.Invalid("code", "reading the code from stdin: %v", err))

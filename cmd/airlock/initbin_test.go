@@ -44,8 +44,10 @@ func TestSiblingInit(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			cache := t.TempDir()
+			warmFilterCache(t, bin, cache)
 			cmd := exec.Command(filepath.Join(dir, "airlock"), "run", "--json", "--", "/bin/sh", "-c", "echo RAN")
-			cmd.Env = []string{"PATH=/usr/bin:/bin", "XDG_CACHE_HOME=" + t.TempDir()}
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "XDG_CACHE_HOME=" + cache}
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			err := cmd.Run()
@@ -69,5 +71,18 @@ func TestSiblingInit(t *testing.T) {
 				t.Errorf("%v, result %+v, stderr %q", err, res, errb.String())
 			}
 		})
+	}
+}
+
+// warmFilterCache puts the default policy's filter in the CLI's cache
+// (XDG_CACHE_HOME=cache), run once by the installation in bin: a CLI
+// that scripts/build made without cgo loads it from there (it shares the
+// build token), so that a layout without airlock-daemon still runs.
+func warmFilterCache(t *testing.T, bin, cache string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "airlock"), "run", "--", "/bin/true")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "XDG_CACHE_HOME=" + cache}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("filling the filter cache: %v\n%s", err, out)
 	}
 }

@@ -62,6 +62,9 @@ func cli(args []string) int {
 		fmt.Fprint(os.Stderr, usage)
 		return exitSetup
 	}
+	if delegated(args[0]) {
+		return usageError(os.Stdout, os.Stderr, daemonExec(args[0], args[1:], "airlock "+args[0], "this airlock compiles no seccomp filters and runs that binary for "+args[0]))
+	}
 	switch args[0] {
 	case "run":
 		return runCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)

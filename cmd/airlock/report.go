@@ -26,6 +26,9 @@ type reporter struct {
 	verbose        bool // --verbose: the connections --net allow refused, on stderr
 	stdout, stderr io.Writer
 	interrupted    syscall.Signal // the SIGINT or SIGTERM that cancelled the run
+	// daemon is the command and arguments that airlock-daemon runs in
+	// this process's place when the request needs it (needsDaemon).
+	daemon []string
 }
 
 // fail reports a request that has no outcome of its own: refused before
@@ -212,16 +215,11 @@ func (in *interrupt) handle(sigc <-chan os.Signal, fwd chan<- os.Signal, grace t
 // program's output passed through (capped with --max-output), or one
 // JSON result with --json. Signals to airlock are passed on to the
 // program; SIGINT or SIGTERM make the result cancelled, exit 130 or 143.
-func runRequest(req executor.Request, o *reporter, capStreams bool) int {
+func runRequest(ex *executor.Executor, req executor.Request, o *reporter, capStreams bool) int {
 	if !o.json {
 		req.Stdout, req.Stderr = o.stdout, o.stderr
 		req.LimitStreams = capStreams
 	}
-	ex, err := executor.New(cliConfig(cacheDir()))
-	if err != nil {
-		return o.fail(err)
-	}
-	phases.mark("new")
 	defer func() {
 		ex.Close()
 		phases.mark("closed")
@@ -262,6 +260,23 @@ func runRequest(req executor.Request, o *reporter, capStreams bool) int {
 	code := o.report(res, &req.Policy)
 	phases.mark("reported")
 	return code
+}
+
+// executor returns the Executor for a request with policy p, or the
+// exit status when there is none: its setup failed, or airlock-daemon had
+// to run the request and could not (needsDaemon; when it can, this
+// process becomes it and this never returns).
+func (o *reporter) executor(p policy.Policy) (*executor.Executor, int, bool) {
+	ex, err := executor.New(cliConfig(cacheDir()))
+	if err != nil {
+		return nil, o.fail(err), false
+	}
+	phases.mark("new")
+	if control, why := needsDaemon(ex, p); control != "" {
+		ex.Close()
+		return nil, o.fail(daemonExec(o.daemon[0], o.daemon[1:], control, why)), false
+	}
+	return ex, 0, true
 }
 
 func sigName(s syscall.Signal) string {

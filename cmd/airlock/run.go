@@ -555,7 +555,7 @@ func jsonAsked(args []string) bool {
 }
 
 func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	o := &reporter{json: jsonAsked(args), stdout: stdout, stderr: stderr}
+	o := &reporter{json: jsonAsked(args), stdout: stdout, stderr: stderr, daemon: append([]string{"run"}, args...)}
 	fs, f := runFlagSet("run", runUsage, stderr)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if err == errHelp {

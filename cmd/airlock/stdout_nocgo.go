@@ -2,7 +2,17 @@
 
 package main
 
-// stdoutClosedAtStart: without cgo there is no code that runs before the
-// Go runtime, which opens /dev/null at a closed fd 1, so a closed stdout
-// cannot be told from /dev/null (stdout_cgo.go).
-func stdoutClosedAtStart() bool { return false }
+// stdoutProbe is fcntl(1, F_GETFD)'s raw return at the process's entry,
+// before Go's runtime opened /dev/null at a closed fd 1 (its checkfds):
+// negative (-EBADF) when stdout was closed. _rt0_airlock (entry_*.s) sets
+// it in a binary linked with -E _rt0_airlock, as scripts/build links the
+// CLI on amd64 and arm64; anywhere else it keeps probeUnset.
+var stdoutProbe int64 = probeUnset
+
+const probeUnset = 1 << 62
+
+// stdoutClosedAtStart reports whether fd 1 was closed when airlock
+// started (`airlock ... >&-`): what Go's runtime put there is /dev/null,
+// and a result written to it would be lost without a word. Without the
+// entry probe, a closed stdout cannot be told from /dev/null: false.
+func stdoutClosedAtStart() bool { return stdoutProbe < 0 }

@@ -48,18 +48,23 @@ func (o *optID) apply(dst **int) {
 
 // run runs req (runRequest), with a pty of its own for --tty.
 func (f *runFlags) run(req executor.Request, o *reporter) int {
-	if !f.tty {
-		return runRequest(req, o, f.given("max-output"))
-	}
-	if f.json {
+	if f.tty && f.json {
 		return o.fail(policy.Invalid("--tty", "cannot be combined with --json: a terminal's output is relayed, not captured"))
+	}
+	ex, code, ok := o.executor(req.Policy)
+	if !ok {
+		return code
+	}
+	if !f.tty {
+		return runRequest(ex, req, o, f.given("max-output"))
 	}
 	done, err := withTTY(&req, req.Stdin, o.stdout)
 	if err != nil {
+		ex.Close()
 		return o.fail(err)
 	}
 	defer done()
-	return runRequest(req, o, false)
+	return runRequest(ex, req, o, false)
 }
 
 // withTTY gives req a pty of its own (--tty), as docker run -t does: the

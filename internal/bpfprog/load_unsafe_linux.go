@@ -59,6 +59,15 @@ func ActionAvailable(ret uint32) bool {
 	return errno == 0
 }
 
+// FlagSupported reports whether the kernel knows the filter flag flag, as
+// libseccomp probes it: SECCOMP_SET_MODE_FILTER with the flag and no
+// program fails with EFAULT (reading the program) only once the flag was
+// accepted. Nothing is installed.
+func FlagSupported(flag uintptr) bool {
+	_, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flag, 0)
+	return errno == unix.EFAULT
+}
+
 // notif is struct seccomp_notif.
 type notif struct {
 	id    uint64

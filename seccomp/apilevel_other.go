@@ -1,0 +1,6 @@
+//go:build !linux
+
+package seccomp
+
+// kernelAPI6: only Linux has seccomp.
+func kernelAPI6() bool { return false }
