@@ -51,6 +51,11 @@ func daemonExec(command string, args []string, control, why string) error {
 			Reason: fmt.Sprintf("no airlock-daemon beside %s: %s", exe, why),
 			Fix:    "install airlock-daemon (scripts/build makes it) in the same directory as airlock"}
 	}
+	if stdoutClosedAtStart() {
+		// Closed as it was when this process started, not the runtime's
+		// /dev/null: the daemon sees what its caller gave (report.go).
+		syscall.Close(1)
+	}
 	err = syscall.Exec(daemon, append([]string{"airlock", command}, args...), os.Environ())
 	return &policy.SetupError{Stage: "airlock-daemon", Err: fmt.Errorf("exec %s: %w", daemon, err)}
 }

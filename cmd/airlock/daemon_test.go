@@ -161,6 +161,15 @@ func TestSlimCLIFiltersFromDaemon(t *testing.T) {
 	if n := len(cached()); n != 1 {
 		t.Fatalf("%d filters cached after the first run, want 1", n)
 	}
+	// A closed stdout reaches the daemon closed: the result it cannot
+	// write is not lost without a word.
+	var errb bytes.Buffer
+	closed := exec.Command("/bin/sh", "-c", `exec "$@" >&-`, "sh", filepath.Join(dir, "airlock"), "run", "--json", "--policy", rule, "--", "/bin/true")
+	closed.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	closed.Stderr = &errb
+	if err := closed.Run(); err != nil || !strings.Contains(errb.String(), "it was closed when airlock started") {
+		t.Errorf("a closed stdout, through the daemon: %v, stderr %q", err, errb.String())
+	}
 	// And it runs code read from stdin (through the daemon).
 	if code, out, errOut := run("echo from stdin", "exec", "--lang", "sh", "-"); code != 0 || out != "from stdin\n" {
 		t.Fatalf("exec -: exit %d, stdout %q, stderr %q", code, out, errOut)

@@ -272,7 +272,7 @@ func (o *reporter) executor(p policy.Policy) (*executor.Executor, int, bool) {
 		return nil, o.fail(err), false
 	}
 	phases.mark("new")
-	if control, why := needsDaemon(ex, p); control != "" {
+	if control, why := needsDaemon(ex, p); control != "" && len(o.daemon) > 0 {
 		ex.Close()
 		return nil, o.fail(daemonExec(o.daemon[0], o.daemon[1:], control, why)), false
 	}
