@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/seccomp"
 	"golang.org/x/sys/unix"
@@ -58,16 +57,24 @@ func seccompDesc(s policy.Seccomp) ([]byte, error) {
 	return json.Marshal(s)
 }
 
+// filterCacheID, set at link time, identifies the build of the code that
+// compiles filters in place of this binary's file (selfID): scripts/build
+// sets the same random value, new with every build, in airlock and
+// airlock-daemon, so that the CLI, which has no libseccomp, finds the
+// filters airlock-daemon compiled (the key's libseccomp version is the
+// daemon's in both: seccomp.LibraryVersion). It must change whenever the
+// code does: a value reused across builds would load filters an older
+// airlock compiled.
+//
+//	-ldflags "-X github.com/airlock-sandbox/airlock/executor.filterCacheID=..."
+var filterCacheID string
+
 // selfID identifies the running binary cheaply (no hashing of its bytes):
-// a rebuilt or replaced binary gets a new on-disk cache key. A binary
-// with a build token (scripts/build) is identified by it instead: the
-// token is new with every build and shared by the binaries built
-// together, so that the CLI, which has no libseccomp, finds the filters
-// airlock-daemon compiled (the key's libseccomp version is the daemon's
-// in both: seccomp.LibraryVersion).
+// a rebuilt or replaced binary gets a new on-disk cache key; with a
+// filterCacheID, the build does.
 func selfID() string {
-	if t := nsjail.BuildToken(); t != "" {
-		return "build " + t
+	if filterCacheID != "" {
+		return "build " + filterCacheID
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -16,7 +16,7 @@ func delegated(string) bool { return false }
 
 func needsDaemon(*executor.Executor, policy.Policy) (control, why string) { return "", "" }
 
-func delegatesStdinCode() bool { return false }
+func handsOverInput() bool { return false }
 
 func daemonExec(string, []string, string, string) error {
 	return &policy.SetupError{Stage: "airlock-daemon", Err: errors.New("BUG(airlock): this build runs everything itself")}

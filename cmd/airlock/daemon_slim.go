@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/seccomp"
 )
@@ -37,9 +38,10 @@ func execDaemon(command string, args []string, stdout, stderr io.Writer) int {
 }
 
 // daemonExec replaces this process with airlock-daemon COMMAND ARGS: the
-// same process (pid, cgroup, signals, stdio, environment) goes on as the
-// daemon. It returns only when that fails: control and why name what
-// needed the daemon.
+// same process (pid, signals, stdio, environment) goes on as the daemon,
+// which refuses to run if it is not of this binary's build (callerEnv).
+// It returns only when that fails: control and why name what needed the
+// daemon.
 func daemonExec(command string, args []string, control, why string) error {
 	exe, err := os.Executable()
 	if err != nil {
@@ -56,7 +58,8 @@ func daemonExec(command string, args []string, control, why string) error {
 		// /dev/null: the daemon sees what its caller gave (report.go).
 		syscall.Close(1)
 	}
-	err = syscall.Exec(daemon, append([]string{"airlock", command}, args...), os.Environ())
+	env := append(os.Environ(), callerEnv+"="+nsjail.BuildToken())
+	err = syscall.Exec(daemon, append([]string{"airlock", command}, args...), env)
 	return &policy.SetupError{Stage: "airlock-daemon", Err: fmt.Errorf("exec %s: %w", daemon, err)}
 }
 
@@ -80,10 +83,12 @@ func delegated(command string) bool {
 	return false
 }
 
-// delegatesStdinCode: airlock exec reading its code from stdin (-) runs
-// through airlock-daemon, since what it reads could not be read again
-// after its policy turned out to need the daemon.
-func delegatesStdinCode() bool { return true }
+// handsOverInput: this binary may have airlock-daemon run a request, so a
+// run or exec whose input can be read only once (readOnce: code on stdin,
+// a policy or code file that is a pipe) goes to the daemon before any of
+// it is read: what was read could not be read again after the request
+// turned out to need the daemon.
+func handsOverInput() bool { return true }
 
 // needsDaemon says why airlock-daemon must run a request with policy p
 // ("" if this binary can): its --net allow proxy, or a filter that is

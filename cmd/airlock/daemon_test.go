@@ -39,17 +39,7 @@ func TestSlimCLIExecsDaemon(t *testing.T) {
 		}
 	}
 	run := func(airlock string, args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		cmd := exec.Command(airlock, args...)
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, out.String(), errb.String()
+		return runCLI(t, exec.Command(airlock, args...))
 	}
 	for _, c := range []string{"serve", "mcp"} {
 		if code, out, errOut := run(filepath.Join(bin, "airlock"), c, "--help"); code != 0 || !strings.Contains(out, "usage: airlock "+c) {
@@ -132,18 +122,10 @@ func TestSlimCLIFiltersFromDaemon(t *testing.T) {
 	}
 	cache := t.TempDir()
 	run := func(stdin string, args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
 		cmd := exec.Command(filepath.Join(dir, "airlock"), args...)
 		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, out.String(), errb.String()
+		cmd.Stdin = strings.NewReader(stdin)
+		return runCLI(t, cmd)
 	}
 	cached := func() []string {
 		m, _ := filepath.Glob(filepath.Join(cache, "airlock", "seccomp-*"))
@@ -170,9 +152,29 @@ func TestSlimCLIFiltersFromDaemon(t *testing.T) {
 	if err := closed.Run(); err != nil || !strings.Contains(errb.String(), "it was closed when airlock started") {
 		t.Errorf("a closed stdout, through the daemon: %v, stderr %q", err, errb.String())
 	}
-	// And it runs code read from stdin (through the daemon).
+	// What the CLI could read only once goes to the daemon unread: code
+	// and a policy on stdin (-, /dev/stdin: a pipe here).
 	if code, out, errOut := run("echo from stdin", "exec", "--lang", "sh", "-"); code != 0 || out != "from stdin\n" {
 		t.Fatalf("exec -: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, errOut := run("echo from a pipe", "exec", "--lang", "sh", "/dev/stdin"); code != 0 || out != "from a pipe\n" {
+		t.Fatalf("exec /dev/stdin: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, errOut := run(`{"timeout": "7s"}`, "run", "--json", "--policy", "/dev/stdin", "--", "/bin/true"); code != 0 || !strings.Contains(out, `"timeout": "7s"`) {
+		t.Fatalf("run --policy /dev/stdin: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// And --net allow (the proxy) and the commands that compile.
+	if code, out, errOut := run("", "run", "--net", "allow:127.0.0.1:1", "--", "/bin/true"); code != 0 {
+		t.Fatalf("--net allow: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, errOut := run("", "policy", "validate"); code != 0 {
+		t.Fatalf("policy validate: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// A daemon of another build refuses the CLI's request.
+	stale := exec.Command(filepath.Join(dir, "airlock-daemon"), "run", "--json", "--", "/bin/echo", "RAN")
+	stale.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache, callerEnv+"=another-build")
+	if code, out, errOut := runCLI(t, stale); code != exitSetup || strings.Contains(out, "RAN\n") || !strings.Contains(errOut, "was not built with the airlock that ran it") {
+		t.Errorf("a daemon of another build: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 
 	if err := os.Remove(filepath.Join(dir, "airlock-daemon")); err != nil {
@@ -182,6 +184,14 @@ func TestSlimCLIFiltersFromDaemon(t *testing.T) {
 	// stdin reaches the program.
 	if code, out, errOut := run("piped\n", "run", "--", "/bin/cat"); code != 0 || out != "piped\n" {
 		t.Fatalf("cached filter without airlock-daemon: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// A closed stdout is told apart in the CLI alone too (its ELF entry).
+	var errAlone bytes.Buffer
+	alone := exec.Command("/bin/sh", "-c", `exec "$@" >&-`, "sh", filepath.Join(dir, "airlock"), "run", "--json", "--", "/bin/true")
+	alone.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache)
+	alone.Stderr = &errAlone
+	if err := alone.Run(); err != nil || !strings.Contains(errAlone.String(), "it was closed when airlock started") {
+		t.Errorf("a closed stdout, the CLI alone: %v, stderr %q", err, errAlone.String())
 	}
 	refused := func(what string, code int, out, errOut string) {
 		t.Helper()
@@ -205,6 +215,10 @@ func TestSlimCLIFiltersFromDaemon(t *testing.T) {
 	refused("--net allow", code, out, errOut)
 	code, out, errOut = run("echo hi", "exec", "--lang", "sh", "-")
 	refused("exec -", code, out, errOut)
+	code, out, errOut = run("echo hi", "exec", "--lang", "sh", "/dev/stdin")
+	refused("exec /dev/stdin", code, out, errOut)
+	code, out, errOut = run("{}", "run", "--policy", "/dev/stdin", "--", "/bin/true")
+	refused("run --policy /dev/stdin", code, out, errOut)
 	for _, c := range []string{"doctor", "policy", "posture"} {
 		code, out, errOut = run("", c, "--help")
 		refused(c, code, out, errOut)
@@ -212,4 +226,20 @@ func TestSlimCLIFiltersFromDaemon(t *testing.T) {
 	if n := len(cached()); n != 1 {
 		t.Errorf("%d filters cached, want the first run's only", n)
 	}
+}
+
+// runCLI runs cmd and returns its exit status, stdout and stderr (a start
+// that fails fails t).
+func runCLI(t *testing.T, cmd *exec.Cmd) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
 }

@@ -44,6 +44,9 @@ func execCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	o.json, o.verbose = f.json, f.verbose
 	rest := fs.Args()
+	if handsOverInput() && (readOnce(f.policyFile) || !f.given("c") && len(rest) > 0 && readOnce(rest[0])) {
+		return o.fail(daemonExec("exec", args, "airlock exec", "this airlock runs that binary for code or a policy it can read only once"))
+	}
 	src, programStdin := *code, stdin
 	switch {
 	case *lang == "":
@@ -52,9 +55,6 @@ func execCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return o.fail(policy.Invalid("-c", "the code is empty; example: -c 'print(1)'"))
 	case f.given("c"):
 	case len(rest) > 0 && rest[0] == "-":
-		if delegatesStdinCode() {
-			return o.fail(daemonExec("exec", args, "airlock exec -", "this airlock runs that binary for code read from stdin"))
-		}
 		b, err := io.ReadAll(stdin)
 		if err != nil {
 			return o.fail(policy.Invalid("code", "reading the code from stdin: %v", err))

@@ -62,6 +62,9 @@ func cli(args []string) int {
 		fmt.Fprint(os.Stderr, usage)
 		return exitSetup
 	}
+	if err := checkCaller(); err != nil {
+		return (&reporter{json: jsonAsked(args[1:]), stdout: os.Stdout, stderr: os.Stderr}).fail(err)
+	}
 	if delegated(args[0]) {
 		return usageError(os.Stdout, os.Stderr, daemonExec(args[0], args[1:], "airlock "+args[0], "this airlock compiles no seccomp filters and runs that binary for "+args[0]))
 	}

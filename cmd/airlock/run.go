@@ -234,6 +234,42 @@ func (f *runFlags) flagError(err error) error {
 	return err
 }
 
+// callerEnv carries the build token of the CLI that hands a request to
+// airlock-daemon (daemon_slim.go): the daemon refuses another build's
+// (checkCaller), as airlock-init does, so that a stale daemon left beside
+// a newer CLI never runs its requests with older code.
+const callerEnv = "_AIRLOCK_CLI_TOKEN"
+
+// checkCaller is nil unless this process was handed a request by a CLI of
+// another build than its own; it unsets callerEnv either way.
+func checkCaller() error {
+	token, ok := os.LookupEnv(callerEnv)
+	if !ok {
+		return nil
+	}
+	os.Unsetenv(callerEnv)
+	if token == nsjail.BuildToken() {
+		return nil
+	}
+	exe, _ := os.Executable()
+	return &policy.SetupError{Stage: "airlock-daemon", Err: fmt.Errorf("%s was not built with the airlock that ran it (build token %q, its own %q): build both with scripts/build", exe, token, nsjail.BuildToken())}
+}
+
+// readOnce reports whether path names input that can be read only once:
+// "-" (stdin), a pipe, a socket, a terminal, /dev/stdin or a process
+// substitution; not a regular file (or one that is not there: the run
+// refuses it itself).
+func readOnce(path string) bool {
+	if path == "-" {
+		return true
+	}
+	if path == "" {
+		return false
+	}
+	fi, err := os.Stat(path)
+	return err == nil && !fi.Mode().IsRegular()
+}
+
 // policyFile reads a policy file (JSON or YAML), or an OCI/Docker seccomp
 // profile (a JSON object with "defaultAction"), which becomes the default
 // policy with that profile: run takes what policy validate takes. Errors
@@ -569,6 +605,9 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err := bwrapArity(args, fs); err != nil {
 		return o.fail(err)
+	}
+	if handsOverInput() && readOnce(f.policyFile) {
+		return o.fail(daemonExec("run", args, "--policy", "this airlock runs that binary for a policy file it can read only once"))
 	}
 	p, err := f.policy()
 	if err != nil {
