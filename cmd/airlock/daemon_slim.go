@@ -67,9 +67,9 @@ func daemonExec(command string, args []string, control, why string) error {
 // and no egress proxy (net/http): about 1 ms of every run's start and
 // exit (docs/performance.md). It runs a request itself when its filter
 // is in the cache (the filters airlock-daemon compiled, under the same
-// key: the build token) and it asks for no --net allow; for anything
-// else it runs airlock-daemon with the same command and arguments,
-// before it read any of its stdin.
+// key: executor.filterCacheID, the build's) and it asks for no --net
+// allow; for anything else it runs airlock-daemon with the same command
+// and arguments, before it read any of its stdin.
 
 // delegated reports whether this binary runs command through
 // airlock-daemon whatever its arguments: those that compile filters
