@@ -186,27 +186,8 @@ func (e *Executor) FilterCached(p policy.Policy) bool {
 	if err := p.Validate(); err != nil || p.Seccomp.Profile == "none" {
 		return true
 	}
-	body, err := seccomp.ReadProfile(p.Seccomp)
-	if err != nil {
-		return true
-	}
-	key, err := e.filterKey(p.Seccomp, body)
-	if err != nil {
-		return true
-	}
-	e.mu.Lock()
-	_, ok := e.filters[key]
-	e.mu.Unlock()
-	if ok {
-		return true
-	}
-	f, ok := e.loadCached(key)
-	if ok {
-		e.mu.Lock()
-		e.filters[key] = f
-		e.mu.Unlock()
-	}
-	return ok
+	f, _, _, err := e.cachedFilter(p.Seccomp)
+	return err != nil || f != nil
 }
 
 // filter returns the compiled filter of a policy's seccomp part (nil for
@@ -216,36 +197,49 @@ func (e *Executor) filter(s policy.Seccomp) (*seccomp.Filter, error) {
 	if s.Profile == "none" {
 		return nil, nil
 	}
-	body, err := seccomp.ReadProfile(s)
+	f, key, body, err := e.cachedFilter(s)
+	if err != nil || f != nil {
+		return f, err
+	}
+	prof, err := seccomp.ResolveData(s, body)
 	if err != nil {
 		return nil, err
 	}
-	key, err := e.filterKey(s, body)
+	prog, err := seccomp.Compile(prof, seccomp.Options{Notify: e.notify})
 	if err != nil {
 		return nil, err
+	}
+	f = &seccomp.Filter{Profile: prof.Name, Rules: prof.RuleCount(), Program: prog, Notify: e.notify}
+	e.storeCached(key, f)
+	e.mu.Lock()
+	e.filters[key] = f
+	e.mu.Unlock()
+	return f, nil
+}
+
+// cachedFilter returns s's compiled filter from memory or, loading it into
+// memory, from the disk cache; nil when neither has it, with its cache key
+// and the imported profile's content (seccomp.ReadProfile) to compile it.
+func (e *Executor) cachedFilter(s policy.Seccomp) (f *seccomp.Filter, key string, body []byte, err error) {
+	if body, err = seccomp.ReadProfile(s); err != nil {
+		return nil, "", nil, err
+	}
+	if key, err = e.filterKey(s, body); err != nil {
+		return nil, "", nil, err
 	}
 	e.mu.Lock()
 	f, ok := e.filters[key]
 	e.mu.Unlock()
 	if ok {
-		return f, nil
+		return f, key, body, nil
 	}
-	if f, ok = e.loadCached(key); !ok {
-		prof, err := seccomp.ResolveData(s, body)
-		if err != nil {
-			return nil, err
-		}
-		prog, err := seccomp.Compile(prof, seccomp.Options{Notify: e.notify})
-		if err != nil {
-			return nil, err
-		}
-		f = &seccomp.Filter{Profile: prof.Name, Rules: prof.RuleCount(), Program: prog, Notify: e.notify}
-		e.storeCached(key, f)
+	if f, ok = e.loadCached(key); ok {
+		e.mu.Lock()
+		e.filters[key] = f
+		e.mu.Unlock()
+		return f, key, body, nil
 	}
-	e.mu.Lock()
-	e.filters[key] = f
-	e.mu.Unlock()
-	return f, nil
+	return nil, key, body, nil
 }
 
 // Request is one program to run under a policy: either Args, or a
