@@ -286,6 +286,11 @@ type Request struct {
 	// terminal), the program's controlling terminal where the sandbox has
 	// a reaper (Config.SpawnPath). Nothing is captured; no warm sandbox.
 	TTY *os.File
+	// Launched, if set, is this request's init started ahead (Launch,
+	// while the caller was still making its Executor): Execute runs the
+	// request in it when it fits the resolved sandbox, and otherwise
+	// starts cold. Execute closes it on every path.
+	Launched *nsjail.Launched
 }
 
 // ErrorResult is the Result of a request Execute refused or could not
@@ -308,6 +313,9 @@ func ErrorResult(err error) *Result {
 // ErrUnsupported, ErrUnavailable) says whether to fix, give up or retry.
 // A setup failure returns a setup_error Result together with the error.
 func (e *Executor) Execute(ctx context.Context, req Request) (*Result, error) {
+	if req.Launched != nil {
+		defer req.Launched.Close() // after a Start, a no-op
+	}
 	if e.isClosed() {
 		return nil, errClosed
 	}
@@ -495,11 +503,48 @@ func (e *Executor) run(ctx context.Context, req Request, enf policy.Enforcement,
 		defer e.groups.release(g)
 		spec.Cgroup = g
 	}
-	res, err := nsjail.Run(ctx, spec)
+	var res *nsjail.Result
+	if l := req.Launched; l != nil && l.Usable(&spec) {
+		res, err = l.Run(ctx, spec)
+	} else {
+		if l != nil {
+			l.Close() // before a second init is started
+		}
+		res, err = nsjail.Run(ctx, spec)
+	}
 	if res != nil {
 		record(res, enf)
 	}
 	return res, err
+}
+
+// Launch starts, ahead of New, the init of the sandbox an Executor made
+// with cfg would start cold for req, for req.Launched: a one-shot caller
+// (the CLI) overlaps the init's start (the spawn helper, the namespaces'
+// clone, the init's exec and runtime start: 2 ms here) with its own
+// setup (New, the policy check, the filter, the cgroup). It returns nil
+// where that does not pay or cannot be: a warm pool, no spawn helper or
+// init binary, a terminal, a stdin that is no file, net allow, the
+// process backend asked for, or a cgroup v2 host (a cold init is born
+// in its cgroup there; a launched one would be moved in by pid, which
+// waits for an RCU grace period). An init whose start fails, or that
+// the resolved sandbox does not fit (another backend or ids), is closed
+// by Execute, which then starts cold: the outcome is the same as
+// without it.
+func Launch(cfg Config, req Request) *nsjail.Launched {
+	p := req.Policy
+	if cfg.Pool.Size > 0 || cfg.SpawnPath == "" || cfg.InitPath == "" || req.TTY != nil || p.Validate() != nil ||
+		p.Network() == policy.NetAllow || p.Backend == "process" || cgroups.HostMode() == cgroups.Unified {
+		return nil
+	}
+	uid, gid := p.InsideIDs()
+	spec := nsjail.Spec{InitPath: cfg.InitPath, SpawnPath: cfg.SpawnPath, HostNetwork: p.Network() == policy.NetHost, UID: uid, GID: gid,
+		Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, LimitStreams: req.LimitStreams, OutputLimit: int64(p.MaxOutput), Logger: cfg.Logger}
+	l, err := nsjail.Launch(spec)
+	if err != nil {
+		return nil
+	}
+	return l
 }
 
 // Resolve turns a request into the fully resolved jail spec, refusing

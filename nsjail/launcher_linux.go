@@ -321,8 +321,19 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	// namespace is rooted there), as when born there or moving itself.
 	// The attach waits for an RCU grace period (milliseconds) on this
 	// path only. An init that failed first (a foreign build) says why.
+	// An init launched ahead of its cgroup (Launch) on v1 is sent the
+	// group's tasks files on its status socket, before the spec, and
+	// moves itself at its step 2 as one that inherits them does.
 	if s.spec.Cgroup != nil && !s.placed {
-		if err := s.spec.Cgroup.Add(s.pid); err != nil {
+		tasks, err := s.spec.Cgroup.SelfFiles()
+		if err == nil && len(tasks) > 0 {
+			err = sendFiles(c.statusR, tasks)
+			cfg.SentCgroup = len(tasks)
+			closeAll(tasks)
+		} else if err == nil {
+			err = s.spec.Cgroup.Add(s.pid)
+		}
+		if err != nil {
 			return s.sendFailed("cgroup placement", c, err)
 		}
 		s.phase("placed")
@@ -799,6 +810,27 @@ func (e *initError) Unwrap() error {
 		return nil
 	}
 	return e.errno
+}
+
+// sendFiles sends files on a unix socket, in one message of one byte.
+func sendFiles(sock *os.File, files []*os.File) error {
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	rc, err := sock.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Write(func(fd uintptr) bool {
+		serr = unix.Sendmsg(int(fd), []byte{0}, unix.UnixRights(fds...), nil, 0)
+		return !errors.Is(serr, unix.EAGAIN)
+	}); err != nil {
+		return err
+	}
+	runtime.KeepAlive(files)
+	return serr
 }
 
 // socketPair returns the two ends of a SOCK_SEQPACKET unix socket pair,

@@ -216,10 +216,7 @@ func (in *interrupt) handle(sigc <-chan os.Signal, fwd chan<- os.Signal, grace t
 // JSON result with --json. Signals to airlock are passed on to the
 // program; SIGINT or SIGTERM make the result cancelled, exit 130 or 143.
 func runRequest(ex *executor.Executor, req executor.Request, o *reporter, capStreams bool) int {
-	if !o.json {
-		req.Stdout, req.Stderr = o.stdout, o.stderr
-		req.LimitStreams = capStreams
-	}
+	o.streams(&req, capStreams)
 	defer func() {
 		ex.Close()
 		phases.mark("closed")
@@ -262,21 +259,42 @@ func runRequest(ex *executor.Executor, req executor.Request, o *reporter, capStr
 	return code
 }
 
-// executor returns the Executor for a request with policy p, or the
-// exit status when there is none: its setup failed, or airlock-daemon had
-// to run the request and could not (needsDaemon; when it can, this
-// process becomes it and this never returns).
-func (o *reporter) executor(p policy.Policy) (*executor.Executor, int, bool) {
-	ex, err := executor.New(cliConfig(cacheDir()))
+// streams are where the program's output goes: this process's stdout and
+// stderr (capped at the policy's max_output if capStreams), or, with
+// --json, captured into the result.
+func (o *reporter) streams(req *executor.Request, capStreams bool) {
+	if !o.json {
+		req.Stdout, req.Stderr = o.stdout, o.stderr
+		req.LimitStreams = capStreams
+	}
+}
+
+// executor returns the Executor made with cfg for req, or the exit status
+// when there is none: its setup failed, or airlock-daemon had to run the
+// request and could not (needsDaemon; when it can, this process becomes
+// it and this never returns). Either way req's launched init, if any, is
+// closed first.
+func (o *reporter) executor(cfg executor.Config, req *executor.Request) (*executor.Executor, int, bool) {
+	ex, err := executor.New(cfg)
 	if err != nil {
+		closeLaunched(req)
 		return nil, o.fail(err), false
 	}
 	phases.mark("new")
-	if control, why := needsDaemon(ex, p); control != "" && len(o.daemon) > 0 {
+	if control, why := needsDaemon(ex, req.Policy); control != "" && len(o.daemon) > 0 {
 		ex.Close()
+		closeLaunched(req)
 		return nil, o.fail(daemonExec(o.daemon[0], o.daemon[1:], control, why)), false
 	}
 	return ex, 0, true
+}
+
+// closeLaunched kills and reaps req's launched init, if any.
+func closeLaunched(req *executor.Request) {
+	if req.Launched != nil {
+		req.Launched.Close()
+		req.Launched = nil
+	}
 }
 
 func sigName(s syscall.Signal) string {

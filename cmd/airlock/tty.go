@@ -51,7 +51,15 @@ func (f *runFlags) run(req executor.Request, o *reporter) int {
 	if f.tty && f.json {
 		return o.fail(policy.Invalid("--tty", "cannot be combined with --json: a terminal's output is relayed, not captured"))
 	}
-	ex, code, ok := o.executor(req.Policy)
+	cfg := cliConfig(cacheDir())
+	if !f.tty {
+		o.streams(&req, f.given("max-output"))
+		// The sandbox's init starts now, while this process makes its
+		// Executor (executor.Launch); every path below closes or uses it.
+		req.Launched = executor.Launch(cfg, req)
+		phases.mark("launch")
+	}
+	ex, code, ok := o.executor(cfg, &req)
 	if !ok {
 		return code
 	}

@@ -114,8 +114,17 @@ func runInit(started int64) error {
 	m.take()
 	// 2. Into the run's v1 cgroups before the jail, so that its mounts
 	// and tmpfs pages are charged there. Only this thread moves, the one
-	// that forks and execs; the init's other Go threads end at exec.
-	if err := stage("cgroup placement", joinCgroup(cfg.JoinCgroup)); err != nil {
+	// that forks and execs; the init's other Go threads end at exec. The
+	// tasks files are inherited, or (an init started ahead of its
+	// cgroup) were sent on the status socket before the spec.
+	tasks := inheritedTasks(cfg.JoinCgroup)
+	if cfg.SentCgroup > 0 {
+		var err error
+		if tasks, err = receiveTasks(cfg.SentCgroup); err != nil {
+			return stage("cgroup placement", err)
+		}
+	}
+	if err := stage("cgroup placement", joinCgroup(tasks)); err != nil {
 		return err
 	}
 	m.take()
@@ -357,18 +366,55 @@ func clearCapabilities() error {
 	return unix.Capset(&hdr, &data[0])
 }
 
-// joinCgroup writes "0" to the n tasks files from fd joinCgroupFD on,
-// moving the calling thread alone into each v1 hierarchy's run cgroup,
-// and closes them: they were opened by the parent, with its credentials.
-func joinCgroup(n int) error {
-	for fd := joinCgroupFD; fd < joinCgroupFD+n; fd++ {
-		_, err := unix.Write(fd, []byte("0"))
-		unix.Close(fd)
-		if err != nil {
-			return fmt.Errorf("tasks file %d of %d: %w", fd-joinCgroupFD+1, n, err)
+// inheritedTasks are the n tasks files inherited from fd joinCgroupFD on.
+func inheritedTasks(n int) []int {
+	fds := make([]int, n)
+	for i := range fds {
+		fds[i] = joinCgroupFD + i
+	}
+	return fds
+}
+
+// receiveTasks reads the n tasks files the parent sent on the status
+// socket: one message, one byte and exactly n descriptors. Anything else
+// is refused, with every descriptor received closed.
+func receiveTasks(n int) ([]int, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4*n))
+	got, oobn, flags, _, err := unix.Recvmsg(statusFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("receiving the tasks files: %w", err)
+	}
+	var fds []int
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for _, m := range msgs {
+			if r, err := unix.ParseUnixRights(&m); err == nil {
+				fds = append(fds, r...)
+			}
 		}
 	}
-	return nil
+	if got != 1 || len(fds) != n || flags&unix.MSG_CTRUNC != 0 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("receiving the tasks files: %d of %d, in a message of %d bytes", len(fds), n, got)
+	}
+	return fds, nil
+}
+
+// joinCgroup writes "0" to each tasks file, moving the calling thread
+// alone into each v1 hierarchy's run cgroup, and closes them: they were
+// opened by the parent, with its credentials.
+func joinCgroup(fds []int) error {
+	var first error
+	for i, fd := range fds {
+		_, err := unix.Write(fd, []byte("0"))
+		unix.Close(fd)
+		if err != nil && first == nil {
+			first = fmt.Errorf("tasks file %d of %d: %w", i+1, len(fds), err)
+		}
+	}
+	return first
 }
 
 // maxSpec bounds what the init reads from its parent.

@@ -89,6 +89,12 @@ type initConfig struct {
 	// fd joinCgroupFD on, one per hierarchy of the run's cgroup. The
 	// init's exec thread writes "0" to each before anything else.
 	JoinCgroup int
+	// SentCgroup is the number of cgroup v1 tasks files the parent sends
+	// on the status socket (SCM_RIGHTS) instead, before the spec: an init
+	// started ahead of its run's cgroup (nsjail.Launch). The init
+	// receives them right after the spec and joins as with JoinCgroup;
+	// the two are never both set.
+	SentCgroup int
 	// Landlock is the ruleset the init applies before the filter.
 	Landlock Landlock
 	// EgressPort, if not 0, is where the init listens on the sandbox's

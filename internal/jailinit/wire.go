@@ -236,6 +236,7 @@ func (c *initConfig) marshal() []byte {
 	}
 	e.str(c.Staging)
 	e.int(int64(c.JoinCgroup))
+	e.int(int64(c.SentCgroup))
 	e.landlock(c.Landlock)
 	e.int(int64(c.EgressPort))
 	e.bool(c.Reaper)
@@ -260,6 +261,7 @@ func (c *initConfig) unmarshal(b []byte) error {
 	}
 	c.Staging = d.str()
 	c.JoinCgroup = d.smallInt()
+	c.SentCgroup = d.smallInt()
 	c.Landlock = d.landlock()
 	c.EgressPort = d.smallInt()
 	c.Reaper = d.bool()

@@ -1,0 +1,193 @@
+package nsjail_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/cgroups"
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// An init launched ahead of its spec (nsjail.Launch, what the CLI does
+// while it makes its Executor) runs the program as a cold one does: in
+// the run's cgroup from before its jail (v1: sent the tasks files), so
+// the memory limit holds and the usage is counted; a spec that does not
+// fit is refused and the init can still be closed; a closed or unused
+// launch leaves no process behind; Execute falls back to a cold start
+// when the launch does not fit, with the same outcome.
+func TestLaunched(t *testing.T) {
+	testutil.RequireUserNS(t)
+	bin := testutil.BinDir(t)
+	spawn := filepath.Join(bin, "airlock-spawn")
+	testutil.RequireFeature(t, "the spawn helper built beside airlock (scripts/build, gcc)", testutil.Exists(spawn))
+	cfg := executor.Config{InitPath: filepath.Join(bin, "airlock-init-plain"), SpawnPath: spawn}
+	ex, err := executor.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	parent, haveCgroup := testutil.Cgroups(t)
+	// spec resolves p for args, with a fresh cgroup when this host gives
+	// one (removed at the test's end).
+	spec := func(t *testing.T, p policy.Policy, args ...string) nsjail.Spec {
+		t.Helper()
+		s, _, err := ex.Resolve(executor.Request{Args: args, Policy: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if haveCgroup && s.CgroupLimits != nil {
+			g, err := parent.New(*s.CgroupLimits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { g.Delete() })
+			s.Cgroup = g
+		}
+		return s
+	}
+	gone := func(t *testing.T, pid int) {
+		t.Helper()
+		if pid <= 0 {
+			t.Fatalf("no init pid (%d)", pid)
+		}
+		if !testutil.WaitFor(5*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+			t.Errorf("the launched init %d outlived its Launched", pid)
+		}
+	}
+	pol := policy.Default()
+	pol.Timeout = policy.Duration(time.Minute)
+
+	t.Run("runs in its cgroup", func(t *testing.T) {
+		s := spec(t, pol, "/bin/sh", "-c", "echo launched; head -c 30000000 /dev/zero | tail -c 1 >/dev/null")
+		l, err := nsjail.Launch(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if !l.Usable(&s) {
+			t.Fatal("a fitting spec is not usable")
+		}
+		pid := l.Pid()
+		res, err := l.Run(t.Context(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != nsjail.StatusOK || res.ExitCode != 0 || res.Stdout != "launched\n" {
+			t.Fatalf("%+v", res)
+		}
+		if haveCgroup && (res.MemoryPeakBytes < 1<<20 || res.CPUTimeMS <= 0) {
+			t.Errorf("the run's usage was not counted in its cgroup: peak %d bytes, CPU %d ms", res.MemoryPeakBytes, res.CPUTimeMS)
+		}
+		gone(t, pid)
+		if _, err := l.Start(t.Context(), s); err == nil {
+			t.Error("a launched init served a second Start")
+		}
+	})
+
+	// (Only with a cgroup: rootless on cgroup v1 the memory limit is an
+	// rlimit, the program's own, whatever the launch.)
+	memoryLimit := func(t *testing.T) {
+		p := pol
+		p.Memory = 32 << 20
+		python := testutil.RequireBinary(t, "python3")
+		s := spec(t, p, python, "-I", "-S", "-c", "b = bytearray(200 << 20); print(len(b))")
+		l, err := nsjail.Launch(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		res, err := l.Run(t.Context(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != nsjail.StatusMemoryLimit {
+			t.Fatalf("want %s, got %+v", nsjail.StatusMemoryLimit, res)
+		}
+	}
+	if haveCgroup {
+		t.Run("memory limit holds", memoryLimit)
+	}
+
+	t.Run("a spec that does not fit is refused", func(t *testing.T) {
+		s := spec(t, pol, "/bin/true")
+		l, err := nsjail.Launch(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := s
+		other.HostNetwork = true
+		if l.Usable(&other) {
+			t.Error("a spec with the host's network fits an init launched into its own")
+		}
+		if _, err := l.Start(t.Context(), other); err == nil {
+			t.Error("Start ran a spec that does not fit")
+		}
+		pid := l.Pid()
+		l.Close()
+		gone(t, pid)
+	})
+
+	t.Run("close without start", func(t *testing.T) {
+		s := spec(t, pol, "/bin/true")
+		l, err := nsjail.Launch(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid := l.Pid()
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, pid)
+		if l.Usable(&s) {
+			t.Error("a closed launch is usable")
+		}
+	})
+
+	t.Run("refusals", func(t *testing.T) {
+		s := spec(t, pol, "/bin/true")
+		r := strings.NewReader("input")
+		for name, bad := range map[string]func(*nsjail.Spec){
+			"process backend": func(s *nsjail.Spec) { s.Process = true },
+			"no spawn helper": func(s *nsjail.Spec) { s.SpawnPath = "" },
+			"stdin no file":   func(s *nsjail.Spec) { s.Stdin = r },
+			"terminal":        func(s *nsjail.Spec) { s.TTY = os.Stdin },
+		} {
+			b := s
+			bad(&b)
+			if l, err := nsjail.Launch(b); err == nil {
+				l.Close()
+				t.Errorf("%s: launched", name)
+			}
+		}
+	})
+
+	t.Run("execute falls back cold", func(t *testing.T) {
+		// Launched for the host's network, run in its own: Execute closes
+		// the launch and starts cold, and the outcome is the run's.
+		p := pol
+		p.Net = policy.NetHost
+		l := executor.Launch(cfg, executor.Request{Args: []string{"/bin/true"}, Policy: p})
+		if l == nil {
+			if cgroups.HostMode() == cgroups.Unified {
+				t.Skip("no launch ahead on a cgroup v2 host (executor.Launch)")
+			}
+			t.Fatal("executor.Launch launched nothing for a plain request")
+		}
+		pid := l.Pid()
+		res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", "echo cold"}, Policy: pol, Launched: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != nsjail.StatusOK || res.Stdout != "cold\n" {
+			t.Fatalf("%+v", res)
+		}
+		gone(t, pid)
+	})
+}
