@@ -289,7 +289,8 @@ type Request struct {
 	// Launched, if set, is this request's init started ahead (Launch,
 	// while the caller was still making its Executor): Execute runs the
 	// request in it when it fits the resolved sandbox, and otherwise
-	// starts cold. Execute closes it on every path.
+	// starts cold. Execute (an Executor's or a Session's) closes it on
+	// every path.
 	Launched *nsjail.Launched
 }
 

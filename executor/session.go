@@ -72,6 +72,9 @@ func (e *Executor) NewSession(cfg SessionConfig) (*Session, error) {
 // Execute runs req in a fresh sandbox over the session's workspace, under
 // the session's policy (req.Policy must be the zero value).
 func (s *Session) Execute(ctx context.Context, req Request) (*Result, error) {
+	if req.Launched != nil {
+		defer req.Launched.Close() // after a Start, a no-op
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

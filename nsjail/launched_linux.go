@@ -22,7 +22,8 @@ import (
 // it); the init waits for everything else, and no untrusted code runs
 // before Start. Without a cgroup at its start, the init joins its run's
 // cgroup at Start: on cgroup v1 it is sent the tasks files and moves
-// itself before building the jail, as a cold init does; on v2 the group
+// itself before building the jail, as a cold init does (the timeout
+// and the wall time count from Start, as a cold one's from its clone); on v2 the group
 // adopts it by pid, which waits for an RCU grace period, so a caller on
 // a v2 host (where a cold init is born in its cgroup) gains nothing and
 // should start cold.
@@ -44,15 +45,16 @@ type Launched struct {
 // Launch starts the init for spec and returns at once; the init's start
 // goes on in the background. Of spec it reads only the launch part (see
 // LaunchFits), checked as Start checks it. It refuses what it cannot
-// launch ahead: the process backend, a terminal (Spec.TTY), and a stdin
-// that is no file (its copy would begin before Start, and a caller that
-// falls back to a cold start would lose what it read).
+// launch ahead: the process backend, a terminal (Spec.TTY), and streams
+// that are no files (a stdin copy would begin before Start, and a
+// caller that falls back to a cold start would lose what it read; only
+// files compare safely in LaunchFits).
 func Launch(spec Spec) (*Launched, error) {
 	if spec.Process || spec.TTY != nil || spec.SpawnPath == "" || spec.InitPath == "" {
 		return nil, policy.Invalid("launch", "only a sandbox with namespaces, a spawn helper and an init binary, without a terminal, launches ahead")
 	}
-	if _, ok := spec.Stdin.(*os.File); spec.Stdin != nil && !ok {
-		return nil, policy.Invalid("launch", "the stdin of a sandbox launched ahead is a file or none")
+	if !fileOrNil(spec.Stdin) || !fileOrNil(spec.Stdout) || !fileOrNil(spec.Stderr) {
+		return nil, policy.Invalid("launch", "the streams of a sandbox launched ahead are files or none")
 	}
 	check := Spec{Args: []string{"launch"}, Process: true, UID: spec.UID, GID: spec.GID, HostUID: spec.HostUID, HostGID: spec.HostGID, OutputLimit: spec.OutputLimit}
 	if err := check.validate(); err != nil {
@@ -72,6 +74,15 @@ func Launch(spec Spec) (*Launched, error) {
 	// otherwise wait for the caller's next block, late in its setup.
 	runtime.Gosched()
 	return l, nil
+}
+
+// fileOrNil reports whether a stream is nil or an *os.File.
+func fileOrNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	_, ok := v.(*os.File)
+	return ok
 }
 
 // LaunchFits reports whether spec starts the init l launched: the same
@@ -151,6 +162,10 @@ func (l *Launched) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	if spec.Logger != nil {
 		s.log = spec.Logger
 	}
+	// The timeout and the wall time count from here, as a cold Start's
+	// count from its clone: the caller's setup since the launch is not
+	// the program's. (startNS stays: the init's marks are taken on it.)
+	s.start = time.Now()
 	go s.watch(ctx)
 	if err := s.build(c, false); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package nsjail_test
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -186,13 +187,88 @@ func TestLaunched(t *testing.T) {
 			t.Fatal("executor.Launch launched nothing for a plain request")
 		}
 		pid := l.Pid()
-		res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", "echo cold"}, Policy: pol, Launched: l})
+		// In the init launched with the host's network the program would
+		// see the host's interfaces; started cold, it has only lo.
+		res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"}, Policy: pol, Launched: l})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Status != nsjail.StatusOK || res.Stdout != "cold\n" {
-			t.Fatalf("%+v", res)
+		if res.Status != nsjail.StatusOK || res.Stdout != "lo\n" {
+			t.Fatalf("want the interfaces of a network of its own (lo), got %+v", res)
 		}
 		gone(t, pid)
 	})
+
+	t.Run("execute runs in a fitting launch", func(t *testing.T) {
+		// The CLI's path: executor.Launch, then Execute with the launch.
+		// The program waits on its stdin while the host checks that it
+		// is the child of the launched init (the sandbox's pid 1, its
+		// reaper), then ends.
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pr.Close()
+		defer pw.Close()
+		req := executor.Request{Args: []string{"/bin/sh", "-c", "read x; echo got $x"}, Policy: pol, Stdin: pr}
+		l := executor.Launch(cfg, req)
+		if cgroups.HostMode() == cgroups.Unified {
+			if l != nil {
+				l.Close()
+				t.Fatal("executor.Launch launched ahead on a cgroup v2 host")
+			}
+			return
+		}
+		if l == nil {
+			t.Fatal("executor.Launch launched nothing for a plain request")
+		}
+		pid := l.Pid()
+		req.Launched = l
+		type outcome struct {
+			res *executor.Result
+			err error
+		}
+		done := make(chan outcome, 1)
+		go func() {
+			res, err := ex.Execute(t.Context(), req)
+			done <- outcome{res, err}
+		}()
+		if !testutil.WaitFor(10*time.Second, func() bool { return hasChildRunning(pid, "read x") }) {
+			t.Error("the program is not a child of the launched init")
+		}
+		pw.WriteString("it\n")
+		o := <-done
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		if o.res.Status != nsjail.StatusOK || o.res.Stdout != "got it\n" {
+			t.Fatalf("%+v", o.res)
+		}
+		gone(t, pid)
+	})
+}
+
+// hasChildRunning reports whether a child of pid has word in its
+// command line.
+func hasChildRunning(pid int, word string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
+			continue
+		}
+		if cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); strings.Contains(string(cmd), word) {
+			return true
+		}
+	}
+	return false
 }

@@ -13,13 +13,17 @@ import (
 //	-------------------                          -----------------------
 //	clone(user,pid,net,mnt,ipc,uts) + uid/gid maps
 //	  (cgroup v2: born in the run's cgroup;
-//	   cgroup v1: fds 5.. = its tasks files;
+//	   cgroup v1: fds 5.. = its tasks files, or,
+//	   launched ahead of its cgroup (nsjail.Launch),
+//	   none: they are sent on fd 4 before the spec;
 //	   with a spawn helper, the helper does the
 //	   clone, maps and exec: spawn_linux.go)
 //	exec /proc/self/exe (or InitPath),   ----->  Init(): lock OS thread;
 //	  env = {initEnv, buildEnv}                  refuse another build's token
 //	[v2 where clone3 is refused: place
 //	 it by pid now, before the spec]
+//	[v1, launched ahead: fd 4: send the
+//	 tasks files (SCM_RIGHTS, one byte)] ----->  (received after the spec)
 //	fd 3: write initConfig (wire.go)    ----->  read it
 //	[cold: write programConfig and                [v1: "0" to each tasks file:
 //	 close fd 3 at once: the init does             this thread moves itself]
