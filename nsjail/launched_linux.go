@@ -164,8 +164,8 @@ func (l *Launched) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	}
 	// The timeout and the wall time count from here, as a cold Start's
 	// count from its clone: the caller's setup since the launch is not
-	// the program's. (startNS stays: the init's marks are taken on it.)
-	s.start = time.Now()
+	// the program's. (The phases keep the launch as their base.)
+	s.runStart = time.Now()
 	go s.watch(ctx)
 	if err := s.build(c, false); err != nil {
 		return nil, err

@@ -35,6 +35,10 @@ type Sandbox struct {
 	log      *slog.Logger
 	start    time.Time
 	startNS  int64 // start on CLOCK_MONOTONIC, for the init's marks
+	// runStart is where the timeout and the wall time count from: start,
+	// except in an init launched ahead (Launched.Start), where it is the
+	// run's start and start stays the launch's (the phases' base).
+	runStart time.Time
 	marksIn  int   // the init's marks logged so far
 	enforced Enforced
 	stdout   *capture
@@ -258,6 +262,7 @@ func (s *Sandbox) launch() (*initChannels, error) {
 	}
 	s.start = time.Now()
 	s.startNS = monotonicNS()
+	s.runStart = s.start
 	err = s.startInit(specR, statusW, cgfd, inherit(tasks))
 	if cgfd >= 0 && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
 		s.placed = false

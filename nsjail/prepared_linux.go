@@ -248,6 +248,7 @@ func (p *Prepared) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	// The request's phases, the init's marks of its program part
 	// included, count from here.
 	s.start, s.startNS = time.Now(), monotonicNS()
+	s.runStart = s.start
 	go s.watch(ctx)
 	stdinW := p.stdinW
 	p.stdinW = nil

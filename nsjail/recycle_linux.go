@@ -236,6 +236,7 @@ func (p *Prepared) startRecycled(ctx context.Context, spec Spec) (*Sandbox, erro
 		return fail("send streams", err)
 	}
 	s.start, s.startNS = time.Now(), monotonicNS()
+	s.runStart = s.start
 	started := make(chan error, 1)
 	go s.follow(p.status, started)
 	go s.watch(ctx)
@@ -399,7 +400,7 @@ func (s *Sandbox) waitRecycled() (*Result, error) {
 				ws = st.Sys().(syscall.WaitStatus)
 			}
 		}
-		rec.res, rec.resErr = s.finish(&Result{WallTimeMS: end.Sub(s.start).Milliseconds(), Enforced: s.enforced}, ws, reason, violation, cancelled)
+		rec.res, rec.resErr = s.finish(&Result{WallTimeMS: end.Sub(s.runStart).Milliseconds(), Enforced: s.enforced}, ws, reason, violation, cancelled)
 		res := rec.res
 		// finish read the cgroup (endStats; nil when it could not).
 		reusable := rec.recycled && reason == "" && procReason == "" && res != nil && res.Error == nil && s.endStats != nil &&

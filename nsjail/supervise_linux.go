@@ -26,7 +26,7 @@ import (
 func (s *Sandbox) watch(ctx context.Context) {
 	var timeout, cpuTick <-chan time.Time
 	if s.spec.Timeout > 0 {
-		t := time.NewTimer(s.spec.Timeout - time.Since(s.start))
+		t := time.NewTimer(s.spec.Timeout - time.Since(s.runStart))
 		defer t.Stop()
 		timeout = t.C
 	}
@@ -347,7 +347,7 @@ func (s *Sandbox) Wait() (*Result, error) {
 		return s.waitRecycled()
 	}
 	<-s.exited
-	wall := time.Since(s.start)
+	wall := time.Since(s.runStart)
 	s.phase("exited")
 	// The program's connections end with it (the pid namespace took
 	// every process): the log is final.
