@@ -166,6 +166,7 @@ func (l *Launched) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	// count from its clone: the caller's setup since the launch is not
 	// the program's. (The phases keep the launch as their base.)
 	s.runStart = time.Now()
+	s.phase("ahead") // the run is in the init launched ahead
 	go s.watch(ctx)
 	if err := s.build(c, false); err != nil {
 		return nil, err
