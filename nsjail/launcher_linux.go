@@ -30,16 +30,16 @@ const nobody = 65534
 
 // Sandbox is a started sandbox whose program is running.
 type Sandbox struct {
-	spec     *Spec
-	cmd      *exec.Cmd
-	log      *slog.Logger
-	start    time.Time
-	startNS  int64 // start on CLOCK_MONOTONIC, for the init's marks
+	spec    *Spec
+	cmd     *exec.Cmd
+	log     *slog.Logger
+	start   time.Time
+	startNS int64 // start on CLOCK_MONOTONIC, for the init's marks
 	// runStart is where the timeout and the wall time count from: start,
 	// except in an init launched ahead (Launched.Start), where it is the
 	// run's start and start stays the launch's (the phases' base).
 	runStart time.Time
-	marksIn  int   // the init's marks logged so far
+	marksIn  int // the init's marks logged so far
 	enforced Enforced
 	stdout   *capture
 	stderr   *capture
