@@ -120,7 +120,7 @@ func runInit(started int64) error {
 	tasks := inheritedTasks(cfg.JoinCgroup)
 	if cfg.SentCgroup > 0 {
 		var err error
-		if tasks, err = receiveTasks(cfg.SentCgroup); err != nil {
+		if tasks, err = receiveTasks(statusFD, cfg.SentCgroup); err != nil {
 			return stage("cgroup placement", err)
 		}
 	}
@@ -376,12 +376,12 @@ func inheritedTasks(n int) []int {
 }
 
 // receiveTasks reads the n tasks files the parent sent on the status
-// socket: one message, one byte and exactly n descriptors. Anything else
-// is refused, with every descriptor received closed.
-func receiveTasks(n int) ([]int, error) {
+// socket sock: one message, one byte and exactly n descriptors. Anything
+// else is refused, with every descriptor received closed.
+func receiveTasks(sock, n int) ([]int, error) {
 	buf := make([]byte, 1)
 	oob := make([]byte, unix.CmsgSpace(4*n))
-	got, oobn, flags, _, err := unix.Recvmsg(statusFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	got, oobn, flags, _, err := unix.Recvmsg(sock, buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("receiving the tasks files: %w", err)
 	}
@@ -393,7 +393,7 @@ func receiveTasks(n int) ([]int, error) {
 			}
 		}
 	}
-	if got != 1 || len(fds) != n || flags&unix.MSG_CTRUNC != 0 {
+	if got != 1 || len(fds) != n || flags&(unix.MSG_CTRUNC|unix.MSG_TRUNC) != 0 {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
