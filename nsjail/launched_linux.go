@@ -140,11 +140,7 @@ func (l *Launched) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	if !l.LaunchFits(&spec) {
 		return nil, policy.Invalid("launched sandbox", "the spec differs from the one the init was launched with")
 	}
-	l.mu.Lock()
-	used := l.used
-	l.used = true
-	l.mu.Unlock()
-	if used {
+	if swapUsed(&l.mu, &l.used) {
 		return nil, errLaunchUsed
 	}
 	s, c := l.s, l.c
@@ -177,6 +173,16 @@ func (l *Launched) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	return s, nil
 }
 
+// swapUsed marks *used, under mu, and reports whether it was already:
+// a prepared or launched sandbox serves one Start, or one Close.
+func swapUsed(mu *sync.Mutex, used *bool) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	was := *used
+	*used = true
+	return was
+}
+
 var errLaunchUsed = policy.Invalid("launched sandbox", "already used or closed: a launched init runs one program")
 
 // Run is Start and Wait.
@@ -189,11 +195,7 @@ func (l *Launched) Run(ctx context.Context, spec Spec) (*Result, error) {
 // Close kills and reaps an init that was not started (or is still
 // being started), and closes its channels. After Start it does nothing.
 func (l *Launched) Close() error {
-	l.mu.Lock()
-	used := l.used
-	l.used = true
-	l.mu.Unlock()
-	if used {
+	if swapUsed(&l.mu, &l.used) {
 		return nil
 	}
 	<-l.ready

@@ -64,6 +64,24 @@ func TestLaunched(t *testing.T) {
 	}
 	pol := policy.Default()
 	pol.Timeout = policy.Duration(time.Minute)
+	// launch is executor.Launch for req, which must launch on a cgroup
+	// v1 host and must not on v2 (a cold init is born in its cgroup
+	// there: nothing to gain); false on v2.
+	launch := func(t *testing.T, req executor.Request) (*nsjail.Launched, bool) {
+		t.Helper()
+		l := executor.Launch(cfg, req)
+		if cgroups.HostMode() == cgroups.Unified {
+			if l != nil {
+				l.Close()
+				t.Fatal("executor.Launch launched ahead on a cgroup v2 host")
+			}
+			return nil, false
+		}
+		if l == nil {
+			t.Fatal("executor.Launch launched nothing for a plain request")
+		}
+		return l, true
+	}
 
 	t.Run("runs in its cgroup", func(t *testing.T) {
 		s := spec(t, pol, "/bin/sh", "-c", "echo launched; head -c 30000000 /dev/zero | tail -c 1 >/dev/null")
@@ -174,17 +192,9 @@ func TestLaunched(t *testing.T) {
 		// the launch and starts cold, and the outcome is the run's.
 		p := pol
 		p.Net = policy.NetHost
-		l := executor.Launch(cfg, executor.Request{Args: []string{"/bin/true"}, Policy: p})
-		if cgroups.HostMode() == cgroups.Unified {
-			// A cold init is born in its cgroup there: nothing to gain.
-			if l != nil {
-				l.Close()
-				t.Fatal("executor.Launch launched ahead on a cgroup v2 host")
-			}
+		l, ok := launch(t, executor.Request{Args: []string{"/bin/true"}, Policy: p})
+		if !ok {
 			return
-		}
-		if l == nil {
-			t.Fatal("executor.Launch launched nothing for a plain request")
 		}
 		pid := l.Pid()
 		// In the init launched with the host's network the program would
@@ -211,16 +221,9 @@ func TestLaunched(t *testing.T) {
 		defer pr.Close()
 		defer pw.Close()
 		req := executor.Request{Args: []string{"/bin/sh", "-c", "read x; echo got $x"}, Policy: pol, Stdin: pr}
-		l := executor.Launch(cfg, req)
-		if cgroups.HostMode() == cgroups.Unified {
-			if l != nil {
-				l.Close()
-				t.Fatal("executor.Launch launched ahead on a cgroup v2 host")
-			}
+		l, ok := launch(t, req)
+		if !ok {
 			return
-		}
-		if l == nil {
-			t.Fatal("executor.Launch launched nothing for a plain request")
 		}
 		pid := l.Pid()
 		req.Launched = l

@@ -221,11 +221,7 @@ func (p *Prepared) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	if p.s.recycle {
 		return p.startRecycled(ctx, spec)
 	}
-	p.mu.Lock()
-	used := p.used
-	p.used = true
-	p.mu.Unlock()
-	if used {
+	if swapUsed(&p.mu, &p.used) {
 		return nil, errUsed
 	}
 	s := p.s
@@ -282,11 +278,7 @@ func (p *Prepared) Close() error {
 		p.discard()
 		return nil
 	}
-	p.mu.Lock()
-	used := p.used
-	p.used = true
-	p.mu.Unlock()
-	if used {
+	if swapUsed(&p.mu, &p.used) {
 		return nil
 	}
 	p.s.Kill()
