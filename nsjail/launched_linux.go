@@ -163,14 +163,7 @@ func (l *Launched) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	// the program's. (The phases keep the launch as their base.)
 	s.runStart = time.Now()
 	s.phase("ahead") // the run is in the init launched ahead
-	go s.watch(ctx)
-	if err := s.build(c, false); err != nil {
-		return nil, err
-	}
-	if err := s.run(c); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s.startCold(ctx, c)
 }
 
 // swapUsed marks *used, under mu, and reports whether it was already:

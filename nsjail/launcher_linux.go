@@ -177,6 +177,12 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		return nil, err
 	}
 	defer c.close()
+	return s.startCold(ctx, c)
+}
+
+// startCold watches a started init under ctx, sends it its jail and its
+// program at once, and returns once the program was exec'd.
+func (s *Sandbox) startCold(ctx context.Context, c *initChannels) (*Sandbox, error) {
 	go s.watch(ctx)
 	if err := s.build(c, false); err != nil {
 		return nil, err
