@@ -130,6 +130,13 @@ func TestConcurrentExecutions(t *testing.T) {
 	}
 	fdsBefore := countFDs(t)
 	const n = 50
+	// Not the default 30 s timeout: this checks outcomes, not speed. In
+	// the emulated cgroup v2 guest, beside the host's other test passes,
+	// the 50 runs once took 36 s in all, and three whose program had
+	// printed waited past 30 s for `sleep` (0.7 to 0.9 s of CPU each: the
+	// rest of their time they waited for the guest's two vCPUs).
+	pol := policy.Default()
+	pol.Timeout = policy.Duration(10 * time.Minute)
 	type out struct {
 		i   int
 		res *executor.Result
@@ -138,7 +145,7 @@ func TestConcurrentExecutions(t *testing.T) {
 	results := make(chan out, n)
 	for i := 0; i < n; i++ {
 		go func() {
-			res, err := ex.Execute(t.Context(), executor.Request{Language: "sh", Code: `echo "run $1"; sleep 0.2`, Argv: []string{itoa(i)}, CollectFiles: true})
+			res, err := ex.Execute(t.Context(), executor.Request{Language: "sh", Code: `echo "run $1"; sleep 0.2`, Argv: []string{itoa(i)}, CollectFiles: true, Policy: pol})
 			results <- out{i, res, err}
 		}()
 	}
