@@ -525,7 +525,7 @@ func (e *Executor) run(ctx context.Context, req Request, enf policy.Enforcement,
 // clone, the init's exec and runtime start: 2 ms here) with its own
 // setup (New, the policy check, the filter, the cgroup). It returns nil
 // where that does not pay or cannot be: a warm pool, no spawn helper or
-// init binary, a terminal, a stdin that is no file, net allow, the
+// init binary, a terminal, streams that are no files, net allow, the
 // process backend asked for, or a cgroup v2 host (a cold init is born
 // in its cgroup there; a launched one would be moved in by pid, which
 // waits for an RCU grace period). An init whose start fails, or that

@@ -15,28 +15,30 @@ import (
 // (Launch): the spawn helper clones its namespaces and execs it while the
 // caller still resolves the policy, compiles or loads the filter and
 // makes the cgroup; Start then sends it its jail and program as a cold
-// Start does. A one-shot process (the CLI) saves the overlap, about a
-// millisecond of each run's latency here, and no CPU.
+// Start does. A one-shot process (the CLI) saves the overlap, about half
+// a millisecond of each run's latency here (docs/performance.md), and no
+// CPU.
 //
 // Only the launch part of the spec is fixed at Launch (LaunchFits lists
 // it); the init waits for everything else, and no untrusted code runs
 // before Start. Without a cgroup at its start, the init joins its run's
 // cgroup at Start: on cgroup v1 it is sent the tasks files and moves
-// itself before building the jail, as a cold init does (the timeout
-// and the wall time count from Start, as a cold one's from its clone); on v2 the group
+// itself before building the jail, as a cold init does; on v2 the group
 // adopts it by pid, which waits for an RCU grace period, so a caller on
 // a v2 host (where a cold init is born in its cgroup) gains nothing and
-// should start cold.
+// should start cold. The timeout and the wall time count from Start, as
+// a cold one's from its clone.
 //
 // A Launched serves one Start. Close kills and reaps an init that was
 // not started; the caller must call it on every path (after Start it
 // does nothing). If the caller dies, the init dies with it, as a cold
 // one does.
 type Launched struct {
-	s     *Sandbox
-	ready chan struct{} // closed once launch returned
-	c     *initChannels // launch's result, once ready
-	err   error
+	s      *Sandbox
+	launch Spec          // what the init was launched with (LaunchFits)
+	ready  chan struct{} // closed once launch returned
+	c      *initChannels // launch's result, once ready
+	err    error
 
 	mu   sync.Mutex
 	used bool
@@ -56,6 +58,8 @@ func Launch(spec Spec) (*Launched, error) {
 	if !fileOrNil(spec.Stdin) || !fileOrNil(spec.Stdout) || !fileOrNil(spec.Stderr) {
 		return nil, policy.Invalid("launch", "the streams of a sandbox launched ahead are files or none")
 	}
+	// validate's checks of the ids and the output cap (Process: it has no
+	// plan to check yet).
 	check := Spec{Args: []string{"launch"}, Process: true, UID: spec.UID, GID: spec.GID, HostUID: spec.HostUID, HostGID: spec.HostGID, OutputLimit: spec.OutputLimit}
 	if err := check.validate(); err != nil {
 		return nil, err
@@ -64,7 +68,7 @@ func Launch(spec Spec) (*Launched, error) {
 		UID: spec.UID, GID: spec.GID, HostUID: spec.HostUID, HostGID: spec.HostGID,
 		Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, LimitStreams: spec.LimitStreams, OutputLimit: spec.OutputLimit, Logger: spec.Logger}
 	s := newSandbox(&launch)
-	l := &Launched{s: s, ready: make(chan struct{})}
+	l := &Launched{s: s, launch: launch, ready: make(chan struct{})}
 	go func() {
 		l.c, l.err = s.launch()
 		close(l.ready)
@@ -90,7 +94,7 @@ func fileOrNil(v any) bool {
 // else (the jail, the filter, the cgroup, the program, the limits) comes
 // with Start.
 func (l *Launched) LaunchFits(spec *Spec) bool {
-	a := l.s.spec
+	a := &l.launch
 	return !spec.Process && spec.TTY == nil && a.InitPath == spec.InitPath && a.SpawnPath == spec.SpawnPath && a.NoReaper == spec.NoReaper &&
 		a.HostNetwork == spec.HostNetwork && a.UID == spec.UID && a.GID == spec.GID && a.HostUID == spec.HostUID && a.HostGID == spec.HostGID &&
 		a.Stdin == spec.Stdin && a.Stdout == spec.Stdout && a.Stderr == spec.Stderr &&
@@ -116,8 +120,8 @@ func (l *Launched) Usable(spec *Spec) bool {
 	}
 }
 
-// Pid returns the host pid of l's init, once started (0 before, or if
-// its start failed).
+// Pid returns the host pid of l's init, waiting for its start; 0 if its
+// start failed.
 func (l *Launched) Pid() int {
 	<-l.ready
 	if l.err != nil {
@@ -128,7 +132,7 @@ func (l *Launched) Pid() int {
 
 // Start runs spec in l: it sends the init its cgroup, jail and program,
 // and returns once the program was exec'd, as Start does for a cold
-// sandbox. spec must fit (Usable); its Timeout counts from the launch.
+// sandbox. spec must fit (Usable); its Timeout counts from now.
 func (l *Launched) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err

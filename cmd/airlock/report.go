@@ -215,8 +215,7 @@ func (in *interrupt) handle(sigc <-chan os.Signal, fwd chan<- os.Signal, grace t
 // program's output passed through (capped with --max-output), or one
 // JSON result with --json. Signals to airlock are passed on to the
 // program; SIGINT or SIGTERM make the result cancelled, exit 130 or 143.
-func runRequest(ex *executor.Executor, req executor.Request, o *reporter, capStreams bool) int {
-	o.streams(&req, capStreams)
+func runRequest(ex *executor.Executor, req executor.Request, o *reporter) int {
 	defer func() {
 		ex.Close()
 		phases.mark("closed")

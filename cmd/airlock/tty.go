@@ -52,8 +52,8 @@ func (f *runFlags) run(req executor.Request, o *reporter) int {
 		return o.fail(policy.Invalid("--tty", "cannot be combined with --json: a terminal's output is relayed, not captured"))
 	}
 	cfg := cliConfig(cacheDir())
+	o.streams(&req, f.given("max-output") && !f.tty) // a terminal's output is relayed whole
 	if !f.tty {
-		o.streams(&req, f.given("max-output"))
 		// The sandbox's init starts now, while this process makes its
 		// Executor (executor.Launch); every path below closes or uses it.
 		req.Launched = executor.Launch(cfg, req)
@@ -64,7 +64,7 @@ func (f *runFlags) run(req executor.Request, o *reporter) int {
 		return code
 	}
 	if !f.tty {
-		return runRequest(ex, req, o, f.given("max-output"))
+		return runRequest(ex, req, o)
 	}
 	done, err := withTTY(&req, req.Stdin, o.stdout)
 	if err != nil {
@@ -72,7 +72,7 @@ func (f *runFlags) run(req executor.Request, o *reporter) int {
 		return o.fail(err)
 	}
 	defer done()
-	return runRequest(ex, req, o, false)
+	return runRequest(ex, req, o)
 }
 
 // withTTY gives req a pty of its own (--tty), as docker run -t does: the
