@@ -509,8 +509,14 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 	cmd := exec.Command(or(spec.InitPath, "/proc/self/exe"))
 	cmd.Args = []string{initArg0}
 	// Only the marker: the supervisor's environment (secrets) never
-	// reaches the init or the program.
-	cmd.Env = []string{initEnv, "GOMAXPROCS=1"}
+	// reaches the init or the program. asyncpreemptoff: the init's
+	// runtime must make no syscall of its own between the filter's load
+	// and the exec, and a preemption is one: tgkill(getpid(), ...) to the
+	// running thread, which a policy's kill rule on getpid (or tgkill)
+	// would answer by killing the sandbox before its program ran. That
+	// once happened in the emulated guest, where the init's steps take
+	// long enough for sysmon to preempt them.
+	cmd.Env = []string{initEnv, "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1"}
 	if BuildToken() != "" {
 		cmd.Env = append(cmd.Env, buildEnv+"="+BuildToken())
 	}

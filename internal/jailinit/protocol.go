@@ -66,8 +66,8 @@ import (
 // killed: a timeout, an OOM kill) the init's own status stands.
 const (
 	// initEnv marks a process as an airlock init. It is the only
-	// variable the init is started with (besides GOMAXPROCS and, for a
-	// token-built binary, buildEnv).
+	// variable the init is started with (besides GOMAXPROCS, GODEBUG's
+	// asyncpreemptoff and, for a token-built binary, buildEnv).
 	initEnv = "_AIRLOCK_INIT=1"
 	// buildEnv carries the parent's build token (see buildToken) to the
 	// init, which checks it against its own before anything else.
