@@ -139,7 +139,12 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 	buf, oob := pooled[:], make([]byte, unix.CmsgSpace(4))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(int(statusR.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
-		if errors.Is(err, unix.EINTR) {
+		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNRESET) {
+			// ECONNRESET: the init ended with a message of ours unread
+			// (an init launched ahead that failed before it received its
+			// cgroup's tasks files). The kernel reports that before the
+			// packets the init sent, and clears it: the next read gets
+			// them (its failure report) or the EOF.
 			continue
 		}
 		if err != nil || n == 0 {
@@ -455,8 +460,8 @@ func (s *Sandbox) programStatus() (syscall.WaitStatus, bool, error) {
 	var buf [4 << 10]byte
 	for {
 		n, _, _, _, err := unix.Recvmsg(int(f.Fd()), buf[:], nil, unix.MSG_DONTWAIT)
-		if errors.Is(err, unix.EINTR) {
-			continue
+		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNRESET) {
+			continue // ECONNRESET comes once, before the packets (awaitStatus)
 		}
 		var st initStatus
 		switch {
