@@ -21,6 +21,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/internal/jailinit"
+	"github.com/airlock-sandbox/airlock/internal/launchabi"
 	"github.com/airlock-sandbox/airlock/policy"
 	"golang.org/x/sys/unix"
 )
@@ -419,7 +420,12 @@ func (s *Sandbox) run(c *initChannels) error {
 }
 
 // sendProgram writes the program to the init and closes the spec pipe.
+//
+// It waits for the spec's ProgramGate first.
 func (s *Sandbox) sendProgram(c *initChannels) error {
+	if s.spec.ProgramGate != nil {
+		<-s.spec.ProgramGate
+	}
 	pc := programConfigFor(s.spec)
 	if s.waits {
 		// To the reaper: its filter is loaded, and it has no terminal.
@@ -508,18 +514,10 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 	spec := s.spec
 	cmd := exec.Command(or(spec.InitPath, "/proc/self/exe"))
 	cmd.Args = []string{initArg0}
-	// Only the marker: the supervisor's environment (secrets) never
-	// reaches the init or the program. asyncpreemptoff: the init's
-	// runtime must make no syscall of its own between the filter's load
-	// and the exec, and a preemption is one: tgkill(getpid(), ...) to the
-	// running thread, which a policy's kill rule on getpid (or tgkill)
-	// would answer by killing the sandbox before its program ran. That
-	// once happened in the emulated guest, where the init's steps take
-	// long enough for sysmon to preempt them.
-	cmd.Env = []string{initEnv, "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1"}
-	if BuildToken() != "" {
-		cmd.Env = append(cmd.Env, buildEnv+"="+BuildToken())
-	}
+	// Only the init's own variables (launchabi.InitEnviron says which
+	// and why): the supervisor's environment (secrets) never reaches the
+	// init or the program.
+	cmd.Env = launchabi.InitEnviron(BuildToken())
 	cmd.ExtraFiles = []*os.File{specR, statusW} // fds 3 and 4
 	cmd.Stdin = spec.Stdin
 	stdout, stderr := s.outputs(spec)
@@ -571,20 +569,29 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 //
 // process (Spec.Process, read before: a prepared sandbox's spec is
 // replaced at Start) makes it end the program's process group first.
+//
+// A helper its caller started (Adopt) is running already: s.cmd has its
+// Process, and there is no helperEnd to close (the caller closed its
+// copy). Its parent-death signal is bound to a thread of the caller's
+// that never exits, so this goroutine need not hold one.
 func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File, process bool) {
-	runtime.LockOSThread()
-	err := s.cmd.Start()
-	s.startOutput(err == nil)
-	if err != nil {
-		started <- err
-		close(s.exited)
-		return
+	if s.cmd.Process == nil {
+		runtime.LockOSThread()
+		err := s.cmd.Start()
+		s.startOutput(err == nil)
+		if err != nil {
+			started <- err
+			close(s.exited)
+			return
+		}
 	}
 	s.pid = s.cmd.Process.Pid
 	if report != nil {
 		// Our copy of the helper's end goes now: if the helper dies, the
 		// read sees EOF.
-		helperEnd.Close()
+		if helperEnd != nil {
+			helperEnd.Close()
+		}
 		pid, pidfd, err := readSpawnReport(report, s.spec.InitPath)
 		if err != nil {
 			s.cmd.Process.Kill()
@@ -673,13 +680,7 @@ func startError(err error) error {
 	return &policy.SetupError{Stage: "clone", Err: err}
 }
 
-func cloneFlags(spec *Spec) uintptr {
-	f := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
-	if !spec.HostNetwork {
-		f |= unix.CLONE_NEWNET
-	}
-	return f
-}
+func cloneFlags(spec *Spec) uintptr { return launchabi.CloneFlags(spec.HostNetwork) }
 
 // ambientCaps is every capability the kernel knows (0 to last), for an
 // init that is not uid 0 inside (nil for one that is).

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/airlock-sandbox/airlock/internal/launchabi"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,10 +40,8 @@ func (s *Sandbox) spawnCommand(init *exec.Cmd, report *os.File, cgroup *os.File)
 		files = append(files, cgroup)
 		cgfd = 3 + len(files) - 1
 	}
-	cmd := exec.Command(s.spec.SpawnPath, strconv.FormatUint(uint64(cloneFlags(s.spec)), 10),
-		strconv.Itoa(uid), strconv.Itoa(gid), strconv.Itoa(s.spec.UID), strconv.Itoa(s.spec.GID),
-		strconv.Itoa(cgfd), strconv.Itoa(3+len(init.ExtraFiles)),
-		init.Path, init.Args[0])
+	cmd := exec.Command(s.spec.SpawnPath)
+	cmd.Args = launchabi.SpawnArgs(s.spec.SpawnPath, init.Path, s.spec.HostNetwork, uid, gid, s.spec.UID, s.spec.GID, cgfd, 3+len(init.ExtraFiles))
 	// The init's path as Go resolved it, and any error of that (a name
 	// not found on PATH, or found only relative to the working directory):
 	// Start then fails with it, as it would for the init itself.

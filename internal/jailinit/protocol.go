@@ -2,6 +2,7 @@ package jailinit
 
 import (
 	"github.com/airlock-sandbox/airlock/internal/bpfprog"
+	"github.com/airlock-sandbox/airlock/internal/launchabi"
 	"github.com/airlock-sandbox/airlock/rootfs"
 )
 
@@ -65,19 +66,18 @@ import (
 // program was killed by SIGTERM. Without that report (the sandbox was
 // killed: a timeout, an OOM kill) the init's own status stands.
 const (
-	// initEnv marks a process as an airlock init. It is the only
-	// variable the init is started with (besides GOMAXPROCS, GODEBUG's
-	// asyncpreemptoff and, for a token-built binary, buildEnv).
-	initEnv = "_AIRLOCK_INIT=1"
-	// buildEnv carries the parent's build token (see buildToken) to the
-	// init, which checks it against its own before anything else.
-	buildEnv = "_AIRLOCK_BUILD"
-	// initArg0 is the init's argv[0], visible in host process listings.
-	initArg0 = "airlock-init"
-	specFD   = 3
-	statusFD = 4
+	// initEnv marks a process as an airlock init, buildEnv carries the
+	// parent's build token (see buildToken), which the init checks
+	// against its own before anything else; initArg0 is its argv[0],
+	// visible in host process listings (internal/launchabi: the one
+	// definition, shared with the parent's side).
+	initEnv  = launchabi.InitEnv
+	buildEnv = launchabi.BuildEnv
+	initArg0 = launchabi.InitArg0
+	specFD   = launchabi.SpecFD
+	statusFD = launchabi.StatusFD
 	// joinCgroupFD is the first of initConfig.JoinCgroup tasks files.
-	joinCgroupFD = 5
+	joinCgroupFD = launchabi.JoinCgroupFD
 	stagingDir   = "/tmp"
 )
 

@@ -1,0 +1,42 @@
+// Package launchabi is how a sandbox's init is started: the spawn
+// helper's command line (cmd/airlock-spawn), the init's environment and
+// the fds it inherits. It is the one definition for the init
+// (internal/jailinit), its supervisor (nsjail) and the CLI's launch at
+// its process start (cmd/airlock/internal/early), which runs while Go
+// initializes the CLI's packages, before nsjail's: so it imports nothing
+// but strconv and syscall, and has no initializer of its own.
+package launchabi
+
+const (
+	// InitEnv marks a process as an airlock init. It is the only
+	// variable the init is started with (besides InitEnviron's others).
+	InitEnv = "_AIRLOCK_INIT=1"
+	// BuildEnv carries the parent's build token to the init, which
+	// checks it against its own before anything else.
+	BuildEnv = "_AIRLOCK_BUILD"
+	// InitArg0 is the init's argv[0], visible in host process listings.
+	InitArg0 = "airlock-init"
+	// SpecFD and StatusFD are the init's spec pipe (read end) and status
+	// socket; JoinCgroupFD is the first of the v1 tasks files it
+	// inherits, if any, and after them comes the reaper's fd.
+	SpecFD       = 3
+	StatusFD     = 4
+	JoinCgroupFD = 5
+)
+
+// InitEnviron is the init's whole environment: the marker, one P, no
+// asynchronous preemption, and the build token when there is one. The
+// supervisor's environment (its secrets) never reaches the init or the
+// program. asyncpreemptoff: the init's runtime must make no syscall of
+// its own between the filter's load and the exec, and a preemption is
+// one, tgkill(getpid(), ...) to the running thread, which a policy's
+// kill rule on getpid (or tgkill) would answer by killing the sandbox
+// before its program ran (seen once in the emulated guest, where the
+// init's steps take long enough for sysmon to preempt them).
+func InitEnviron(token string) []string {
+	env := []string{InitEnv, "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1"}
+	if token != "" {
+		env = append(env, BuildEnv+"="+token)
+	}
+	return env
+}
