@@ -281,6 +281,10 @@ type Request struct {
 	// its exec to its end: how the CLI passes on the SIGINT, SIGTERM,
 	// SIGHUP, ... it receives. Ending the run is the context's job.
 	Signals <-chan os.Signal
+	// ProgramGate, if set, holds the program back until it is closed
+	// (nsjail.Spec.ProgramGate): the sandbox is built meanwhile. The CLI
+	// holds its program until its signal forwarding is in place.
+	ProgramGate <-chan struct{}
 	// TTY, when set, is the program's stdin, stdout and stderr instead:
 	// the slave of a pty the caller relays (never the caller's own
 	// terminal), the program's controlling terminal where the sandbox has
@@ -533,19 +537,51 @@ func (e *Executor) run(ctx context.Context, req Request, enf policy.Enforcement,
 // by Execute, which then starts cold: the outcome is the same as
 // without it.
 func Launch(cfg Config, req Request) *nsjail.Launched {
-	p := req.Policy
-	if cfg.Pool.Size > 0 || cfg.SpawnPath == "" || cfg.InitPath == "" || req.TTY != nil || p.Validate() != nil ||
-		p.Network() == policy.NetAllow || p.Backend == "process" || cgroups.HostMode() == cgroups.Unified {
+	spec, ok := launchSpec(cfg, req)
+	if !ok {
 		return nil
 	}
-	uid, gid := p.InsideIDs()
-	spec := nsjail.Spec{InitPath: cfg.InitPath, SpawnPath: cfg.SpawnPath, HostNetwork: p.Network() == policy.NetHost, UID: uid, GID: gid,
-		Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, LimitStreams: req.LimitStreams, OutputLimit: int64(p.MaxOutput), Logger: cfg.Logger}
 	l, err := nsjail.Launch(spec)
 	if err != nil {
 		return nil
 	}
 	return l
+}
+
+// Adopt is Launch with a spawn helper the caller started itself, before
+// it could make its Config and Request (st; the CLI starts one as its
+// process starts: nsjail.Started says how): it returns st as req's
+// launched init when st fits what Launch would start for req. Otherwise
+// it kills st (the helper and its init) and returns what Launch returns
+// for req.
+func Adopt(cfg Config, req Request, st nsjail.Started) *nsjail.Launched {
+	spec, ok := launchSpec(cfg, req)
+	if !ok {
+		nsjail.Abandon(st)
+		return nil
+	}
+	if l, err := nsjail.Adopt(spec, st); err == nil {
+		return l
+	}
+	l, err := nsjail.Launch(spec)
+	if err != nil {
+		return nil
+	}
+	return l
+}
+
+// launchSpec is the launch part of the spec that an Executor made with
+// cfg would start cold for req (resolve's ids, network and output cap),
+// and whether launching it ahead pays and can be done (Launch).
+func launchSpec(cfg Config, req Request) (nsjail.Spec, bool) {
+	p := req.Policy
+	if cfg.Pool.Size > 0 || cfg.SpawnPath == "" || cfg.InitPath == "" || req.TTY != nil || p.Validate() != nil ||
+		p.Network() == policy.NetAllow || p.Backend == "process" || cgroups.HostMode() == cgroups.Unified {
+		return nsjail.Spec{}, false
+	}
+	uid, gid := p.InsideIDs()
+	return nsjail.Spec{InitPath: cfg.InitPath, SpawnPath: cfg.SpawnPath, HostNetwork: p.Network() == policy.NetHost, UID: uid, GID: gid,
+		Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, LimitStreams: req.LimitStreams, OutputLimit: int64(p.MaxOutput), Logger: cfg.Logger}, true
 }
 
 // Resolve turns a request into the fully resolved jail spec, refusing
@@ -708,6 +744,7 @@ func (e *Executor) baseSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, li
 		Stdout:       req.Stdout,
 		Stderr:       req.Stderr,
 		Signals:      req.Signals,
+		ProgramGate:  req.ProgramGate,
 		LimitStreams: req.LimitStreams,
 		OutputLimit:  int64(p.MaxOutput),
 		InitPath:     e.cfg.InitPath,

@@ -52,21 +52,10 @@ type Launched struct {
 // caller that falls back to a cold start would lose what it read; only
 // files compare safely in LaunchFits).
 func Launch(spec Spec) (*Launched, error) {
-	if spec.Process || spec.TTY != nil || spec.SpawnPath == "" || spec.InitPath == "" {
-		return nil, policy.Invalid("launch", "only a sandbox with namespaces, a spawn helper and an init binary, without a terminal, launches ahead")
-	}
-	if !fileOrNil(spec.Stdin) || !fileOrNil(spec.Stdout) || !fileOrNil(spec.Stderr) {
-		return nil, policy.Invalid("launch", "the streams of a sandbox launched ahead are files or none")
-	}
-	// validate's checks of the ids and the output cap (Process: it has no
-	// plan to check yet).
-	check := Spec{Args: []string{"launch"}, Process: true, UID: spec.UID, GID: spec.GID, HostUID: spec.HostUID, HostGID: spec.HostGID, OutputLimit: spec.OutputLimit}
-	if err := check.validate(); err != nil {
+	launch, err := launchPart(spec)
+	if err != nil {
 		return nil, err
 	}
-	launch := Spec{InitPath: spec.InitPath, SpawnPath: spec.SpawnPath, NoReaper: spec.NoReaper, HostNetwork: spec.HostNetwork,
-		UID: spec.UID, GID: spec.GID, HostUID: spec.HostUID, HostGID: spec.HostGID,
-		Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, LimitStreams: spec.LimitStreams, OutputLimit: spec.OutputLimit, Logger: spec.Logger}
 	s := newSandbox(&launch)
 	l := &Launched{s: s, launch: launch, ready: make(chan struct{})}
 	go func() {
@@ -78,6 +67,26 @@ func Launch(spec Spec) (*Launched, error) {
 	// otherwise wait for the caller's next block, late in its setup.
 	runtime.Gosched()
 	return l, nil
+}
+
+// launchPart checks what Launch and Adopt fix of spec, as Start checks
+// it, and returns that part alone (LaunchFits compares it).
+func launchPart(spec Spec) (Spec, error) {
+	if spec.Process || spec.TTY != nil || spec.SpawnPath == "" || spec.InitPath == "" {
+		return Spec{}, policy.Invalid("launch", "only a sandbox with namespaces, a spawn helper and an init binary, without a terminal, launches ahead")
+	}
+	if !fileOrNil(spec.Stdin) || !fileOrNil(spec.Stdout) || !fileOrNil(spec.Stderr) {
+		return Spec{}, policy.Invalid("launch", "the streams of a sandbox launched ahead are files or none")
+	}
+	// validate's checks of the ids and the output cap (Process: it has no
+	// plan to check yet).
+	check := Spec{Args: []string{"launch"}, Process: true, UID: spec.UID, GID: spec.GID, HostUID: spec.HostUID, HostGID: spec.HostGID, OutputLimit: spec.OutputLimit}
+	if err := check.validate(); err != nil {
+		return Spec{}, err
+	}
+	return Spec{InitPath: spec.InitPath, SpawnPath: spec.SpawnPath, NoReaper: spec.NoReaper, HostNetwork: spec.HostNetwork,
+		UID: spec.UID, GID: spec.GID, HostUID: spec.HostUID, HostGID: spec.HostGID,
+		Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, LimitStreams: spec.LimitStreams, OutputLimit: spec.OutputLimit, Logger: spec.Logger}, nil
 }
 
 // fileOrNil reports whether a stream is nil or an *os.File.

@@ -246,6 +246,9 @@ func (p *Prepared) startRecycled(ctx context.Context, spec Spec) (*Sandbox, erro
 			stdinW.Close()
 		}()
 	}
+	if spec.ProgramGate != nil {
+		<-spec.ProgramGate
+	}
 	pc := programConfigFor(&spec)
 	pc.Seccomp, pc.TTY = nil, false
 	if err := jailinit.WriteMsg(p.c.specW, pc.Marshal()); err != nil {

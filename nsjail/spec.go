@@ -96,6 +96,13 @@ type Spec struct {
 	// exec are dropped (there is no program yet to receive them); ending
 	// the run is the context's job.
 	Signals <-chan os.Signal
+	// ProgramGate, if set, holds the program back until it is closed:
+	// the sandbox is built meanwhile, and the program is sent to its
+	// init, and exec'd, only then (Start waits for it; the caller must
+	// close it). A CLI whose signal handling is still being set up in the
+	// background holds its program so, so that no signal meant for the
+	// program finds the CLI without a handler.
+	ProgramGate <-chan struct{}
 	// LimitStreams caps Stdout and Stderr (when set) at OutputLimit too:
 	// past it the rest is dropped, the sandbox killed (output_limit) and
 	// the stream marked truncated. false = they get everything.

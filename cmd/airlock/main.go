@@ -21,6 +21,7 @@ func main() {
 	phases.mark("main")
 	code := process(os.Args[1:])
 	phases.write()
+	abandonEarly()
 	os.Exit(code)
 }
 

@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/cmd/airlock/internal/early"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/pty"
+	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
 	"golang.org/x/sys/unix"
 )
@@ -54,9 +56,10 @@ func (f *runFlags) run(req executor.Request, o *reporter) int {
 	cfg := cliConfig(cacheDir())
 	o.streams(&req, f.given("max-output") && !f.tty) // a terminal's output is relayed whole
 	if !f.tty {
-		// The sandbox's init starts now, while this process makes its
-		// Executor (executor.Launch); every path below closes or uses it.
-		req.Launched = executor.Launch(cfg, req)
+		// The sandbox's init started as this process did (early), or it
+		// starts now (executor.Launch), while this process makes its
+		// Executor; every path below closes or uses it.
+		req.Launched = launch(cfg, req)
 		phases.mark("launch")
 	}
 	ex, code, ok := o.executor(cfg, &req)
@@ -73,6 +76,40 @@ func (f *runFlags) run(req executor.Request, o *reporter) int {
 	}
 	defer done()
 	return runRequest(ex, req, o)
+}
+
+// launch is req's launched init: the one started at this process's
+// start, if it fits (early, executor.Adopt), else one started now
+// (executor.Launch), or nil.
+func launch(cfg executor.Config, req executor.Request) *nsjail.Launched {
+	e := early.Take()
+	if e == nil {
+		return executor.Launch(cfg, req)
+	}
+	st := started(e)
+	if e.Token != nsjail.BuildToken() {
+		// Not this build's init (its token is in its environment): it
+		// would refuse the spec.
+		nsjail.Abandon(st)
+		return executor.Launch(cfg, req)
+	}
+	return executor.Adopt(cfg, req, st)
+}
+
+// started is e as nsjail has it.
+func started(e *early.Launch) nsjail.Started {
+	return nsjail.Started{Pid: e.Pid, SpecW: e.SpecW, StatusR: e.StatusR, Report: e.Report, Stdin: e.Stdin, Stdout: e.Stdout, Stderr: e.Stderr,
+		SpawnPath: e.SpawnPath, InitPath: e.InitPath, UID: e.UID, GID: e.GID, HostUID: e.HostUID, HostGID: e.HostGID, At: e.At}
+}
+
+// abandonEarly kills and reaps the init started at this process's start
+// if the command never took it (it ended before its run): its helper
+// would die with this process anyway, but the init would then be left
+// for whatever adopts orphans here to reap.
+func abandonEarly() {
+	if e := early.Take(); e != nil {
+		nsjail.Abandon(started(e))
+	}
 }
 
 // withTTY gives req a pty of its own (--tty), as docker run -t does: the
