@@ -130,7 +130,7 @@ func (w *warm) resolve(e *Executor, req Request, enf policy.Enforcement) (nsjail
 	}
 	spec := w.spec
 	spec.Args, spec.TTY, spec.Stdin, spec.Stdout, spec.Stderr = req.Args, req.TTY, req.Stdin, req.Stdout, req.Stderr
-	spec.Signals, spec.LimitStreams = req.Signals, req.LimitStreams
+	spec.Signals, spec.ProgramGate, spec.LimitStreams = req.Signals, req.ProgramGate, req.LimitStreams
 	return spec, nil
 }
 

@@ -1,0 +1,64 @@
+package executor_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/nsjail"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// A request's ProgramGate holds its program back until it is closed
+// (the CLI's signal forwarding is set up meanwhile): cold, cold with the
+// spawn helper and init binary (the CLI's own path), from a warm pool and
+// from a pooled sandbox reused across requests, the program has not run, and the run not ended, while the gate
+// is shut, and it runs once the gate opens.
+func TestProgramGate(t *testing.T) {
+	testutil.RequireUserNS(t)
+	pol := policy.Default()
+	pol.Timeout = policy.Duration(time.Minute)
+	bin := testutil.BinDir(t)
+	spawn := filepath.Join(bin, "airlock-spawn")
+	configs := map[string]executor.Config{"cold": {}, "warm pool": {Pool: executor.PoolConfig{Size: 1, Policy: pol}}}
+	if testutil.Exists(spawn) {
+		configs["cold, helpers"] = executor.Config{InitPath: filepath.Join(bin, "airlock-init-plain"), SpawnPath: spawn}
+		configs["warm pool, reused"] = executor.Config{InitPath: filepath.Join(bin, "airlock-init-plain"), SpawnPath: spawn,
+			Pool: executor.PoolConfig{Size: 1, Policy: pol, Reuse: 10}}
+	}
+	for name, cfg := range configs {
+		t.Run(name, func(t *testing.T) {
+			cfg.WorkDir = testutil.WorldReadableDir(t)
+			ex, err := executor.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ex.Close()
+			if cfg.Pool.Size > 0 && !testutil.WaitFor(30*time.Second, func() bool { return ex.PoolStats().Ready > 0 }) {
+				t.Fatal("the pool prepared no sandbox")
+			}
+			gate := make(chan struct{})
+			type outcome struct {
+				res *executor.Result
+				err error
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/echo", "ran"}, Policy: pol, ProgramGate: gate})
+				done <- outcome{res, err}
+			}()
+			select {
+			case o := <-done:
+				t.Fatalf("the run ended with its gate shut: %+v %v", o.res, o.err)
+			case <-time.After(500 * time.Millisecond):
+			}
+			close(gate)
+			o := <-done
+			if o.err != nil || o.res.Status != nsjail.StatusOK || o.res.Stdout != "ran\n" {
+				t.Fatalf("%+v %v", o.res, o.err)
+			}
+		})
+	}
+}
