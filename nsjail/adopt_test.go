@@ -90,15 +90,6 @@ func TestAdopted(t *testing.T) {
 		t.Cleanup(func() { r.Close(); w.Close() })
 		return r, w
 	}
-	gone := func(t *testing.T, what string, pid int) {
-		t.Helper()
-		if pid <= 0 {
-			t.Fatalf("no %s pid (%d)", what, pid)
-		}
-		if !testutil.WaitFor(5*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
-			t.Errorf("the %s %d is still there", what, pid)
-		}
-	}
 	// initOf waits for the init the helper cloned, its child, and
 	// returns its pid.
 	initOf := func(t *testing.T, helper int) int {
@@ -123,7 +114,7 @@ func TestAdopted(t *testing.T) {
 				l.Close()
 				t.Error("executor.Adopt adopted on a cgroup v2 host")
 			}
-			gone(t, "helper", st.Pid)
+			waitGone(t, "helper", st.Pid)
 			return
 		}
 		if l == nil {
@@ -131,30 +122,14 @@ func TestAdopted(t *testing.T) {
 		}
 		pid := l.Pid()
 		req.Launched = l
-		type outcome struct {
-			res *executor.Result
-			err error
-		}
-		done := make(chan outcome, 1)
-		go func() {
-			res, err := ex.Execute(t.Context(), req)
-			done <- outcome{res, err}
-		}()
-		if !testutil.WaitFor(10*time.Second, func() bool { return hasChildRunning(pid, "read x") }) {
-			t.Error("the program is not a child of the adopted init")
-		}
-		inW.WriteString("it\n")
-		o := <-done
-		if o.err != nil {
-			t.Fatal(o.err)
-		}
+		res := executeInside(t, ex, req, pid, inW)
 		outW.Close()
 		got, _ := io.ReadAll(outR)
-		if o.res.Status != nsjail.StatusOK || string(got) != "got it\n" {
-			t.Fatalf("output %q, result %+v", got, o.res)
+		if res.Status != nsjail.StatusOK || string(got) != "got it\n" {
+			t.Fatalf("output %q, result %+v", got, res)
 		}
-		gone(t, "init", pid)
-		gone(t, "helper", st.Pid)
+		waitGone(t, "init", pid)
+		waitGone(t, "helper", st.Pid)
 	})
 
 	t.Run("a spec that does not fit is refused", func(t *testing.T) {
@@ -177,8 +152,8 @@ func TestAdopted(t *testing.T) {
 				l.Close()
 				t.Errorf("%s: adopted", name)
 			}
-			gone(t, "helper", st.Pid)
-			gone(t, "init", init)
+			waitGone(t, "helper", st.Pid)
+			waitGone(t, "init", init)
 		}
 	})
 
@@ -193,8 +168,8 @@ func TestAdopted(t *testing.T) {
 		p.UID = &zero
 		req := executor.Request{Args: []string{"/bin/sh", "-c", "exit $(id -u)"}, Policy: p, Stdin: os.Stdin, Stdout: outW, Stderr: outW}
 		l := executor.Adopt(cfg, req, st)
-		gone(t, "helper", st.Pid)
-		gone(t, "init", init)
+		waitGone(t, "helper", st.Pid)
+		waitGone(t, "init", init)
 		if v2 {
 			if l != nil {
 				l.Close()
@@ -220,8 +195,8 @@ func TestAdopted(t *testing.T) {
 		st := start(t, os.Stdin, outW, outW)
 		init := initOf(t, st.Pid)
 		nsjail.Abandon(st)
-		gone(t, "helper", st.Pid)
-		gone(t, "init", init)
+		waitGone(t, "helper", st.Pid)
+		waitGone(t, "init", init)
 	})
 }
 

@@ -53,15 +53,6 @@ func TestLaunched(t *testing.T) {
 		}
 		return s
 	}
-	gone := func(t *testing.T, pid int) {
-		t.Helper()
-		if pid <= 0 {
-			t.Fatalf("no init pid (%d)", pid)
-		}
-		if !testutil.WaitFor(5*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
-			t.Errorf("the launched init %d outlived its Launched", pid)
-		}
-	}
 	pol := policy.Default()
 	pol.Timeout = policy.Duration(time.Minute)
 	// launch is executor.Launch for req, which must launch on a cgroup
@@ -104,7 +95,7 @@ func TestLaunched(t *testing.T) {
 		if haveCgroup && (res.MemoryPeakBytes < 1<<20 || res.CPUTimeMS <= 0) {
 			t.Errorf("the run's usage was not counted in its cgroup: peak %d bytes, CPU %d ms", res.MemoryPeakBytes, res.CPUTimeMS)
 		}
-		gone(t, pid)
+		waitGone(t, "launched init", pid)
 		if _, err := l.Start(t.Context(), s); err == nil {
 			t.Error("a launched init served a second Start")
 		}
@@ -150,7 +141,7 @@ func TestLaunched(t *testing.T) {
 		}
 		pid := l.Pid()
 		l.Close()
-		gone(t, pid)
+		waitGone(t, "launched init", pid)
 	})
 
 	t.Run("close without start", func(t *testing.T) {
@@ -163,7 +154,7 @@ func TestLaunched(t *testing.T) {
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
-		gone(t, pid)
+		waitGone(t, "launched init", pid)
 		if l.Usable(&s) {
 			t.Error("a closed launch is usable")
 		}
@@ -206,7 +197,7 @@ func TestLaunched(t *testing.T) {
 		if res.Status != nsjail.StatusOK || res.Stdout != "lo\n" {
 			t.Fatalf("want the interfaces of a network of its own (lo), got %+v", res)
 		}
-		gone(t, pid)
+		waitGone(t, "launched init", pid)
 	})
 
 	t.Run("execute runs in a fitting launch", func(t *testing.T) {
@@ -227,28 +218,49 @@ func TestLaunched(t *testing.T) {
 		}
 		pid := l.Pid()
 		req.Launched = l
-		type outcome struct {
-			res *executor.Result
-			err error
+		res := executeInside(t, ex, req, pid, pw)
+		if res.Status != nsjail.StatusOK || res.Stdout != "got it\n" {
+			t.Fatalf("%+v", res)
 		}
-		done := make(chan outcome, 1)
-		go func() {
-			res, err := ex.Execute(t.Context(), req)
-			done <- outcome{res, err}
-		}()
-		if !testutil.WaitFor(10*time.Second, func() bool { return hasChildRunning(pid, "read x") }) {
-			t.Error("the program is not a child of the launched init")
-		}
-		pw.WriteString("it\n")
-		o := <-done
-		if o.err != nil {
-			t.Fatal(o.err)
-		}
-		if o.res.Status != nsjail.StatusOK || o.res.Stdout != "got it\n" {
-			t.Fatalf("%+v", o.res)
-		}
-		gone(t, pid)
+		waitGone(t, "launched init", pid)
 	})
+}
+
+// waitGone waits for the process pid (what it is) to be gone, reaped.
+func waitGone(t *testing.T, what string, pid int) {
+	t.Helper()
+	if pid <= 0 {
+		t.Fatalf("no %s pid (%d)", what, pid)
+	}
+	if !testutil.WaitFor(5*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+		t.Errorf("the %s %d is still there", what, pid)
+	}
+}
+
+// executeInside runs req (its program: read x; echo got $x) and, while
+// the program waits on its stdin, checks from the host that it is a child
+// of the init pid (the sandbox's pid 1, its reaper); then it writes "it"
+// to stdin and returns the result.
+func executeInside(t *testing.T, ex *executor.Executor, req executor.Request, pid int, stdin *os.File) *executor.Result {
+	t.Helper()
+	type outcome struct {
+		res *executor.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := ex.Execute(t.Context(), req)
+		done <- outcome{res, err}
+	}()
+	if !testutil.WaitFor(10*time.Second, func() bool { return hasChildRunning(pid, "read x") }) {
+		t.Errorf("the program is not a child of the init %d", pid)
+	}
+	stdin.WriteString("it\n")
+	o := <-done
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	return o.res
 }
 
 // hasChildRunning reports whether a child of pid has word in its
