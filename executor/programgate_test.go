@@ -15,7 +15,8 @@ import (
 // (the CLI's signal forwarding is set up meanwhile): cold, cold with the
 // spawn helper and init binary (the CLI's own path), from a warm pool and
 // from a pooled sandbox reused across requests, the program has not run, and the run not ended, while the gate
-// is shut, and it runs once the gate opens.
+// is shut, and it runs once the gate opens; a gate that never opens ends
+// in the timeout.
 func TestProgramGate(t *testing.T) {
 	testutil.RequireUserNS(t)
 	pol := policy.Default()
@@ -58,6 +59,17 @@ func TestProgramGate(t *testing.T) {
 			o := <-done
 			if o.err != nil || o.res.Status != nsjail.StatusOK || o.res.Stdout != "ran\n" {
 				t.Fatalf("%+v %v", o.res, o.err)
+			}
+			// A gate that never opens is bounded by the timeout: the run
+			// ends, its program never ran.
+			short := pol
+			short.Timeout = policy.Duration(time.Second)
+			if cfg.Pool.Size > 0 && !testutil.WaitFor(30*time.Second, func() bool { return ex.PoolStats().Ready > 0 }) {
+				t.Fatal("the pool prepared no sandbox")
+			}
+			res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/echo", "ran"}, Policy: short, ProgramGate: make(chan struct{})})
+			if res == nil || res.Status != nsjail.StatusTimeout || res.Stdout != "" {
+				t.Fatalf("a shut gate and a timeout of 1s: %+v %v", res, err)
 			}
 		})
 	}

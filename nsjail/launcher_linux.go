@@ -421,10 +421,15 @@ func (s *Sandbox) run(c *initChannels) error {
 
 // sendProgram writes the program to the init and closes the spec pipe.
 //
-// It waits for the spec's ProgramGate first.
+// It waits for the spec's ProgramGate first, or for the init's end.
 func (s *Sandbox) sendProgram(c *initChannels) error {
 	if s.spec.ProgramGate != nil {
-		<-s.spec.ProgramGate
+		select {
+		case <-s.spec.ProgramGate:
+		case <-s.exited:
+			// Killed meanwhile (the timeout, the caller's context): the
+			// write below fails, and the failure says why.
+		}
 	}
 	pc := programConfigFor(s.spec)
 	if s.waits {

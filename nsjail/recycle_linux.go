@@ -247,7 +247,10 @@ func (p *Prepared) startRecycled(ctx context.Context, spec Spec) (*Sandbox, erro
 		}()
 	}
 	if spec.ProgramGate != nil {
-		<-spec.ProgramGate
+		select {
+		case <-spec.ProgramGate:
+		case <-s.exited: // killed meanwhile: the write below fails, and says why
+		}
 	}
 	pc := programConfigFor(&spec)
 	pc.Seccomp, pc.TTY = nil, false
@@ -255,6 +258,9 @@ func (p *Prepared) startRecycled(ctx context.Context, spec Spec) (*Sandbox, erro
 		s.kill(StatusSignaled)
 		<-s.exited
 		p.discard()
+		if s.killReason() == StatusTimeout {
+			err = errSetupTimeout // (while its ProgramGate held the program)
+		}
 		return nil, &policy.SetupError{Stage: "send program", Err: err}
 	}
 	if err := <-started; err != nil {

@@ -98,8 +98,9 @@ type Spec struct {
 	Signals <-chan os.Signal
 	// ProgramGate, if set, holds the program back until it is closed:
 	// the sandbox is built meanwhile, and the program is sent to its
-	// init, and exec'd, only then (Start waits for it; the caller must
-	// close it). A CLI whose signal handling is still being set up in the
+	// init, and exec'd, only then (Start waits for it, or for the
+	// sandbox's end: a timeout or the context; the caller must close it).
+	// A CLI whose signal handling is still being set up in the
 	// background holds its program so, so that no signal meant for the
 	// program finds the CLI without a handler.
 	ProgramGate <-chan struct{}
