@@ -19,9 +19,10 @@ import (
 // record, which only nsjail's Launched.Start logs. For `airlock run`
 // with only flags that do not change what is launched, the init was
 // started as the CLI's process started (cmd/airlock/internal/early) and
-// adopted: the trace has "adopted", which only nsjail.Adopt logs; with
-// any other flag (here --json, --max-output, --uid) or for exec, it was
-// started by executor.Launch instead. On a cgroup v2 host, where a cold
+// adopted: the trace has "adopted", which only nsjail.Adopt logs, and so
+// for `airlock exec` with -c; with any other flag (here --json,
+// --max-output, --uid) or exec's code from a file, it was started by
+// executor.Launch instead. On a cgroup v2 host, where a cold
 // init is born in its cgroup, it never launches ahead. (A launch the run
 // does not fit is proven to fall back cold by nsjail's TestLaunched and
 // TestAdopted.)
@@ -30,6 +31,10 @@ func TestCLILaunchesAhead(t *testing.T) {
 	bin := filepath.Join(testutil.BinDir(t), "airlock")
 	testutil.RequireFeature(t, "airlock built by scripts/build", testutil.Exists(bin))
 	v1 := cgroups.HostMode() != cgroups.Unified
+	script := filepath.Join(t.TempDir(), "script.sh")
+	if err := os.WriteFile(script, []byte("echo from a file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ahead := regexp.MustCompile(`(?m)^jail-ahead [0-9.]+$`)
 	adopted := regexp.MustCompile(`(?m)^jail-adopted [0-9.]+$`)
 	for name, c := range map[string]struct {
@@ -41,7 +46,8 @@ func TestCLILaunchesAhead(t *testing.T) {
 		"run flags":    {[]string{"run", "--best-effort", "--timeout", "20s", "--memory=256MiB", "--pids", "64", "--setenv", "A=x", "/bin/sh", "-c", "echo $A"}, true, "x\n"}, // best-effort: rootless on v1 has no cgroup
 		"json":         {[]string{"run", "--json", "--", "/bin/true"}, false, ""},
 		"max-output":   {[]string{"run", "--max-output", "1000", "--", "/bin/true"}, false, ""},
-		"exec code":    {[]string{"exec", "--lang", "sh", "-c", "echo hi"}, false, "hi\n"},
+		"exec code":    {[]string{"exec", "--lang", "sh", "-c", "echo hi"}, true, "hi\n"},
+		"exec file":    {[]string{"exec", "--lang", "sh", script}, false, "from a file\n"},
 		"uid":          {[]string{"run", "--uid", "0", "--", "/bin/sh", "-c", "id -u"}, false, "0\n"},
 		"uid and json": {[]string{"run", "--json", "--uid", "0", "--", "/bin/true"}, false, ""},
 	} {
@@ -72,8 +78,9 @@ func TestCLILaunchesAhead(t *testing.T) {
 
 // An init started as the CLI started is not left behind when the CLI
 // ends before its run: here a flag's value is refused after the launch
-// (--memory is launch-neutral, so the launch was made). Judged from the
-// host: no process of that installation's binaries remains.
+// (--memory is launch-neutral, so the launch was made), or the language
+// once the launch was handed to the executor. Judged from the host: no
+// process of that installation's binaries remains.
 func TestCLIEarlyLaunchUnused(t *testing.T) {
 	testutil.RequireUserNS(t)
 	bin := testutil.BinDir(t)
@@ -87,6 +94,7 @@ func TestCLIEarlyLaunchUnused(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "--memory", "lots", "--", "/bin/true"},
 		{"run", "--timeout", "-1s", "/bin/true"},
+		{"exec", "--lang", "nosuchlang", "-c", "x"}, // refused after the launch was taken
 	} {
 		cmd := exec.Command(filepath.Join(dir, "airlock"), args...)
 		code, out, errs := runCLI(t, cmd)

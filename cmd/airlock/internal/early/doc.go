@@ -10,7 +10,8 @@
 // It launches only what the CLI would launch for the request anyway, so
 // that a launch is seldom wasted: `airlock run` whose flags before the
 // program are among launchNeutral (they set limits, mounts and the
-// program's environment, which the init gets later with its spec), with
+// program's environment, which the init gets later with its spec), or
+// `airlock exec` with those, --lang and its code given with -c, with
 // the CLI's own stdin, stdout and stderr, the default policy's ids and
 // no network, on a host whose cgroups are not v2 only (there a cold
 // init is born in its cgroup, which does not exist yet at this point),

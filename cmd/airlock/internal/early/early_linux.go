@@ -28,27 +28,55 @@ const (
 
 // launchNeutral are the run flags that do not change what is launched
 // (the binaries, namespaces, ids and streams), each with whether it
-// takes a value.
-var launchNeutral = map[string]bool{
-	"timeout": true, "cpu-time": true, "memory": true, "pids": true, "cpus": true,
-	"ro-bind": true, "bind": true, "tmpfs": true, "workspace": true, "chdir": true,
-	"setenv": true, "env-pass": true, "kill-grace": true, "best-effort": false,
+// takes a value; execNeutral adds exec's own.
+var (
+	launchNeutral = map[string]bool{
+		"timeout": true, "cpu-time": true, "memory": true, "pids": true, "cpus": true,
+		"ro-bind": true, "bind": true, "tmpfs": true, "workspace": true, "chdir": true,
+		"setenv": true, "env-pass": true, "kill-grace": true, "best-effort": false,
+	}
+	execNeutral = with(launchNeutral, map[string]bool{"lang": true, "c": true})
+)
+
+func with(a, b map[string]bool) map[string]bool {
+	m := make(map[string]bool, len(a)+len(b))
+	for _, x := range []map[string]bool{a, b} {
+		for k, v := range x {
+			m[k] = v
+		}
+	}
+	return m
 }
 
 // runsAhead reports whether args (os.Args) are `airlock run` with only
-// launch-neutral flags (as Go's flag package reads them: one or two
-// dashes, a value after "=" or as the next argument) and a program.
+// launch-neutral flags and a program, or `airlock exec` with only
+// launch-neutral flags and its code given with -c (a FILE or "-" may be
+// code that only airlock-daemon can read, and "-" gives the program no
+// stdin): flags as Go's flag package reads them, with one or two
+// dashes and a value after "=" or as the next argument.
 func runsAhead(args []string) bool {
-	if len(args) < 3 || args[1] != "run" {
+	if len(args) < 3 {
 		return false
 	}
+	var neutral map[string]bool
+	switch args[1] {
+	case "run":
+		neutral = launchNeutral
+	case "exec":
+		neutral = execNeutral
+	default:
+		return false
+	}
+	exec, code := args[1] == "exec", false
 	for i := 2; i < len(args); i++ {
 		a := args[i]
-		if a == "--" {
-			return i+1 < len(args)
-		}
-		if len(a) < 2 || a[0] != '-' {
-			return true // the program: flags end here
+		if a == "--" || len(a) < 2 || a[0] != '-' {
+			// The flags end: the program follows (run), or the code's
+			// arguments (exec with -c).
+			if exec {
+				return code
+			}
+			return a != "--" || i+1 < len(args)
 		}
 		name := a[1:]
 		if name[0] == '-' {
@@ -61,15 +89,16 @@ func runsAhead(args []string) bool {
 				break
 			}
 		}
-		takes, ok := launchNeutral[name]
+		takes, ok := neutral[name]
 		if !ok {
 			return false
 		}
+		code = code || name == "c"
 		if takes && !value {
 			i++ // its value is the next argument
 		}
 	}
-	return false // no program
+	return exec && code // run: no program
 }
 
 // start launches the init for args, or returns nil.

@@ -22,7 +22,8 @@ func TestConstantsAreTheirPackages(t *testing.T) {
 	}
 }
 
-// Only `airlock run` with launch-neutral flags and a program launches:
+// Only `airlock run` with launch-neutral flags and a program, and
+// `airlock exec` with them and -c, launch:
 // every flag that changes what is launched (the binaries, namespaces,
 // ids, streams), or that ends the command before a run, keeps it out.
 func TestRunsAhead(t *testing.T) {
@@ -40,7 +41,14 @@ func TestRunsAhead(t *testing.T) {
 		{[]string{"airlock", "run", "--"}, false},
 		{[]string{"airlock", "run", "--timeout"}, false},
 		{[]string{"airlock", "run", "--timeout", "5s"}, false},
-		{[]string{"airlock", "exec", "--lang", "python", "-c", "pass"}, false},
+		{[]string{"airlock", "exec", "--lang", "python", "-c", "pass"}, true},
+		{[]string{"airlock", "exec", "--lang=python", "--timeout", "5s", "-c=pass", "--", "arg"}, true},
+		{[]string{"airlock", "exec", "-c", "pass", "--lang", "python", "arg1", "--json"}, true}, // the code's own arguments
+		{[]string{"airlock", "exec", "--lang", "python", "prog.py"}, false},                     // a FILE: maybe one only airlock-daemon reads
+		{[]string{"airlock", "exec", "--lang", "python", "-"}, false},                           // the code on stdin: the program has none
+		{[]string{"airlock", "exec", "--lang", "python"}, false},
+		{[]string{"airlock", "exec", "--json", "--lang", "python", "-c", "pass"}, false},
+		{[]string{"airlock", "doctor", "--json"}, false},
 		{[]string{"airlock", "version"}, false},
 		{[]string{"airlock-init"}, false},
 		{[]string{"airlock", "run", "--json", "--", "true"}, false},
