@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -32,6 +33,16 @@ func TestProgramGate(t *testing.T) {
 	for name, cfg := range configs {
 		t.Run(name, func(t *testing.T) {
 			cfg.WorkDir = testutil.WorldReadableDir(t)
+			// The program leaves a mark in a host directory bound as its
+			// workspace (writable by whoever it runs as on the host).
+			ws := testutil.WorldReadableDir(t)
+			if err := os.Chmod(ws, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			pol := pol
+			pol.Workspace = ws
+			cfg.Pool.Policy = pol
+			ran := filepath.Join(ws, "ran")
 			ex, err := executor.New(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -47,7 +58,7 @@ func TestProgramGate(t *testing.T) {
 			}
 			done := make(chan outcome, 1)
 			go func() {
-				res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/echo", "ran"}, Policy: pol, ProgramGate: gate})
+				res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", "echo ran > /workspace/ran; echo ran"}, Policy: pol, ProgramGate: gate})
 				done <- outcome{res, err}
 			}()
 			select {
@@ -55,11 +66,15 @@ func TestProgramGate(t *testing.T) {
 				t.Fatalf("the run ended with its gate shut: %+v %v", o.res, o.err)
 			case <-time.After(500 * time.Millisecond):
 			}
+			if testutil.Exists(ran) {
+				t.Fatal("the program ran with its gate shut")
+			}
 			close(gate)
 			o := <-done
-			if o.err != nil || o.res.Status != nsjail.StatusOK || o.res.Stdout != "ran\n" {
+			if o.err != nil || o.res.Status != nsjail.StatusOK || o.res.Stdout != "ran\n" || !testutil.Exists(ran) {
 				t.Fatalf("%+v %v", o.res, o.err)
 			}
+			os.Remove(ran)
 			// A gate that never opens is bounded by the timeout: the run
 			// ends, its program never ran.
 			short := pol
@@ -67,8 +82,8 @@ func TestProgramGate(t *testing.T) {
 			if cfg.Pool.Size > 0 && !testutil.WaitFor(30*time.Second, func() bool { return ex.PoolStats().Ready > 0 }) {
 				t.Fatal("the pool prepared no sandbox")
 			}
-			res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/echo", "ran"}, Policy: short, ProgramGate: make(chan struct{})})
-			if res == nil || res.Status != nsjail.StatusTimeout || res.Stdout != "" {
+			res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", "echo ran > /workspace/ran; echo ran"}, Policy: short, ProgramGate: make(chan struct{})})
+			if res == nil || res.Status != nsjail.StatusTimeout || res.Stdout != "" || testutil.Exists(ran) {
 				t.Fatalf("a shut gate and a timeout of 1s: %+v %v", res, err)
 			}
 		})

@@ -80,7 +80,9 @@ func Adopt(spec Spec, st Started) (*Launched, error) {
 	}()
 	go func() {
 		defer close(l.ready)
-		if err := <-started; err != nil {
+		err := <-started
+		st.Report.Close() // read (supervise is done with it) or failed
+		if err != nil {
 			st.SpecW.Close()
 			st.StatusR.Close()
 			l.err = startError(err)

@@ -121,6 +121,9 @@ func TestAdopted(t *testing.T) {
 			t.Fatal("executor.Adopt returned nothing for the request it was started for")
 		}
 		pid := l.Pid()
+		if init := initOf(t, st.Pid); pid != init {
+			t.Fatalf("the launch's init is %d, the started helper's %d: not adopted", pid, init)
+		}
 		req.Launched = l
 		res := executeInside(t, ex, req, pid, inW)
 		outW.Close()

@@ -79,8 +79,9 @@ func TestCLILaunchesAhead(t *testing.T) {
 // An init started as the CLI started is not left behind when the CLI
 // ends before its run: here a flag's value is refused after the launch
 // (--memory is launch-neutral, so the launch was made), or the language
-// once the launch was handed to the executor. Judged from the host: no
-// process of that installation's binaries remains.
+// once the launch was handed to the executor. The CLI's phase trace says
+// that it ended an untaken launch itself; from the host, no process of
+// that installation's binaries remains.
 func TestCLIEarlyLaunchUnused(t *testing.T) {
 	testutil.RequireUserNS(t)
 	bin := testutil.BinDir(t)
@@ -91,15 +92,29 @@ func TestCLIEarlyLaunchUnused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, args := range [][]string{
-		{"run", "--memory", "lots", "--", "/bin/true"},
-		{"run", "--timeout", "-1s", "/bin/true"},
-		{"exec", "--lang", "nosuchlang", "-c", "x"}, // refused after the launch was taken
+	v1 := cgroups.HostMode() != cgroups.Unified
+	abandoned := regexp.MustCompile(`(?m)^early-abandoned [0-9.]+$`)
+	for _, c := range []struct {
+		args  []string
+		taken bool // by the run, which then closes it
+	}{
+		{[]string{"run", "--memory", "lots", "--", "/bin/true"}, false},
+		{[]string{"run", "--timeout", "-1s", "/bin/true"}, false},
+		{[]string{"exec", "--lang", "nosuchlang", "-c", "x"}, true},
 	} {
+		args := c.args
+		trace := filepath.Join(t.TempDir(), "phases")
 		cmd := exec.Command(filepath.Join(dir, "airlock"), args...)
+		cmd.Env = append(os.Environ(), "AIRLOCK_PHASES="+trace)
 		code, out, errs := runCLI(t, cmd)
 		if code != exitSetup || !strings.Contains(errs, "--") {
 			t.Errorf("%q: exit %d, %q %q: want the flag refused", args, code, out, errs)
+		}
+		// The launch was made (cgroup v1) and the CLI, not the kernel's
+		// parent-death signal, ended it: "early-abandoned" is its mark.
+		b, _ := os.ReadFile(trace)
+		if got, want := abandoned.Match(b), v1 && !c.taken; got != want {
+			t.Errorf("%q: abandoned at exit: %v, want %v; trace:\n%s", args, got, want, b)
 		}
 		var left []string
 		if !testutil.WaitFor(5*time.Second, func() bool { left = running(dir); return len(left) == 0 }) {

@@ -20,8 +20,8 @@ func main() {
 	nsjail.Init()
 	phases.mark("main")
 	code := process(os.Args[1:])
-	phases.write()
 	abandonEarly()
+	phases.write()
 	os.Exit(code)
 }
 

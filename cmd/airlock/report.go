@@ -169,9 +169,8 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 // thread, two thread wake-ups: the seven took 0.6 to 0.8 ms of the
 // CLI's setup on its one P (BenchmarkCLIPhases, 2026-11-27). In the
 // background they go on while the CLI waits for the sandbox's jail.
-// They are never stopped (a stop is the same round trips): the CLI
-// exits after its run.
-func notifyForwarded() (<-chan os.Signal, <-chan struct{}) {
+// runRequest unregisters them in the background at its end.
+func notifyForwarded() (chan os.Signal, <-chan struct{}) {
 	c, done := make(chan os.Signal, 16), make(chan struct{})
 	go func() {
 		signal.Notify(c, forwarded...)
@@ -242,6 +241,16 @@ func runRequest(ex *executor.Executor, req executor.Request, o *reporter) int {
 
 	sigc, ready := notifyForwarded()
 	req.ProgramGate = ready
+	// Unregistered in the background: the CLI exits before that is done
+	// (it would be seven more round trips on its way out); a process that
+	// runs more than one request (the tests' in-process CLI) gets Go's
+	// default actions back.
+	defer func() {
+		go func() {
+			<-ready
+			signal.Stop(sigc)
+		}()
+	}()
 	fwd := make(chan os.Signal, 16)
 	req.Signals = fwd
 	ctx, cancel := context.WithCancel(context.Background())

@@ -109,6 +109,7 @@ func started(e *early.Launch) nsjail.Started {
 func abandonEarly() {
 	if e := early.Take(); e != nil {
 		nsjail.Abandon(started(e))
+		phases.mark("early-abandoned")
 	}
 }
 
