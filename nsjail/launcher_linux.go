@@ -26,9 +26,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// nobody is the host id a root-started sandbox maps to by default.
-const nobody = 65534
-
 // Sandbox is a started sandbox whose program is running.
 type Sandbox struct {
 	spec    *Spec
@@ -716,18 +713,7 @@ func lastCap() int {
 // hostIDs returns the host uid and gid the sandbox's ids map to: the
 // caller's own when rootless, an unprivileged id when real root; never 0.
 func hostIDs(spec *Spec) (int, int) {
-	uid, gid := os.Getuid(), os.Getgid()
-	if uid != 0 {
-		return uid, gid
-	}
-	uid, gid = spec.HostUID, spec.HostGID
-	if uid == 0 {
-		uid = nobody
-	}
-	if gid == 0 {
-		gid = nobody
-	}
-	return uid, gid
+	return launchabi.HostIDs(os.Getuid(), os.Getgid(), spec.HostUID, spec.HostGID)
 }
 
 func enforcedFor(spec *Spec) Enforced {

@@ -40,3 +40,24 @@ func InitEnviron(token string) []string {
 	}
 	return env
 }
+
+// Nobody is the host id a sandbox started by root maps to by default.
+const Nobody = 65534
+
+// HostIDs are the host uid and gid a sandbox's ids map to, for a caller
+// running as callerUID and callerGID that asked for hostUID and hostGID
+// (nsjail.Spec's HostUID, HostGID): a caller that is not root maps its
+// own ids (the only ones its user namespace may map); root maps the ids
+// asked for, nobody for 0 (host root is never mapped).
+func HostIDs(callerUID, callerGID, hostUID, hostGID int) (int, int) {
+	if callerUID != 0 {
+		return callerUID, callerGID
+	}
+	if hostUID == 0 {
+		hostUID = Nobody
+	}
+	if hostGID == 0 {
+		hostGID = Nobody
+	}
+	return hostUID, hostGID
+}

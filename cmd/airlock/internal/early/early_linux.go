@@ -15,13 +15,11 @@ import (
 // import without being initialized later): none, no launch.
 var token string
 
-// The default policy's ids inside (policy.Policy.InsideIDs), the host
-// id a root-started sandbox maps them to (nsjail's nobody), and Linux's
-// cgroup2 filesystem magic. Tests check the first two against their
-// packages.
+// The default policy's ids inside (policy.Policy.InsideIDs), Linux's
+// cgroup2 filesystem magic, and O_PATH: a test checks them against
+// their packages.
 const (
 	insideUID, insideGID = 1000, 1000
-	nobody               = 65534
 	cgroup2Magic         = 0x63677270
 	oPath                = 0x200000 // O_PATH, which package syscall does not name
 )
@@ -125,10 +123,7 @@ func start(args []string) *Launch {
 		return nil
 	}
 	l := &Launch{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, SpawnPath: spawn, InitPath: init, UID: insideUID, GID: insideGID, Token: token, At: time.Now()}
-	l.HostUID, l.HostGID = os.Getuid(), os.Getgid()
-	if l.HostUID == 0 {
-		l.HostUID, l.HostGID = nobody, nobody
-	}
+	l.HostUID, l.HostGID = launchabi.HostIDs(os.Getuid(), os.Getgid(), 0, 0) // the CLI asks for none
 	if l.spawn() != nil {
 		return nil
 	}
