@@ -788,3 +788,40 @@ func TestReadOnlyWorkspaceRefused(t *testing.T) {
 		t.Errorf("read-only workspace: exit %d, %+v\n%s", r.code, res.Error, r.stderr)
 	}
 }
+
+// SIGINT and SIGHUP that airlock's caller ignored (as a non-interactive
+// shell's background job and nohup leave them) are at their default
+// action for the program: airlock forwards both to it, and an ignored
+// SIGINT would neither interrupt it nor let it install a handler (Python
+// keeps an inherited one ignored). On every path, each five times: the
+// installed CLI (its init started as the CLI starts, before the CLI
+// registers its own handlers) and the test binary as the CLI (its init
+// forked by the CLI itself, as its registration goes on in the
+// background). Judged by the program's own /proc/self/status.
+func TestIgnoredSignalsDefaultInside(t *testing.T) {
+	e := newCLIEnv(t)
+	clis := map[string][]string{"test binary": {"env", "AIRLOCK_TEST_AS_CLI=1", e.bin}}
+	if bin := filepath.Join(testutil.BinDir(t), "airlock"); testutil.Exists(bin) {
+		clis["installed"] = []string{bin}
+	}
+	for name, cli := range clis {
+		t.Run(name, func(t *testing.T) {
+			for range 5 {
+				argv := append([]string{"sh", "-c", `trap '' INT HUP; exec "$@"`, "sh"}, cli...)
+				cmd, o, eb := e.startWith(t, argv, "", "run", "--", "sh", "-c", "grep -E '^SigIgn:' /proc/self/status")
+				r := e.wait(t, cmd, o, eb)
+				f := strings.Fields(r.stdout)
+				if r.code != 0 || len(f) != 2 {
+					t.Fatalf("exit %d: %q %q", r.code, r.stdout, r.stderr)
+				}
+				ign, err := strconv.ParseUint(f[1], 16, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if hupInt := uint64(1<<(syscall.SIGHUP-1) | 1<<(syscall.SIGINT-1)); ign&hupInt != 0 {
+					t.Fatalf("the program has SIGHUP or SIGINT ignored: SigIgn %s", f[1])
+				}
+			}
+		})
+	}
+}
