@@ -282,8 +282,10 @@ type Request struct {
 	// SIGHUP, ... it receives. Ending the run is the context's job.
 	Signals <-chan os.Signal
 	// ProgramGate, if set, holds the program back until it is closed
-	// (nsjail.Spec.ProgramGate): the sandbox is built meanwhile. The CLI
-	// holds its program until its signal forwarding is in place.
+	// (nsjail.Spec.ProgramGate): the sandbox is built meanwhile. A cold
+	// start (no Launched, or one that does not fit) starts its init only
+	// then. The CLI holds its program until its signal forwarding is in
+	// place.
 	ProgramGate <-chan struct{}
 	// TTY, when set, is the program's stdin, stdout and stderr instead:
 	// the slave of a pty the caller relays (never the caller's own
@@ -515,12 +517,38 @@ func (e *Executor) run(ctx context.Context, req Request, enf policy.Enforcement,
 		if l != nil {
 			l.Close() // before a second init is started
 		}
+		// A cold init starts once the caller's gate is open: it inherits
+		// the caller's signal dispositions as they are then (the CLI has
+		// its handlers in place, which the child resets to the default),
+		// not in the middle of their registration. (An init launched
+		// ahead inherits them as they were at its launch.)
+		waitGate(ctx, req.ProgramGate, time.Duration(req.Policy.Timeout))
 		res, err = nsjail.Run(ctx, spec)
 	}
 	if res != nil {
 		record(res, enf)
 	}
 	return res, err
+}
+
+// waitGate waits for gate (if any) to open, for ctx's end, or for the
+// run's timeout: a gate that never opens is then the sandbox's to end
+// (nsjail.Spec.ProgramGate).
+func waitGate(ctx context.Context, gate <-chan struct{}, timeout time.Duration) {
+	if gate == nil {
+		return
+	}
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case <-gate:
+	case <-ctx.Done():
+	case <-expired:
+	}
 }
 
 // Launch starts, ahead of New, the init of the sandbox an Executor made

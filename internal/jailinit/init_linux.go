@@ -104,11 +104,6 @@ func stage(name string, err error) error {
 // placed by pid first) unless the init joins it itself (step 2).
 func runInit(started int64) error {
 	m := marks{started}
-	// 0. SIGHUP and SIGINT at their default action, whatever the caller
-	// of airlock ignored (signals_linux.go).
-	if err := stage("signals", defaultSignals()); err != nil {
-		return err
-	}
 	// 1. The jail to build, every value decided by the parent (the build
 	// token was checked before: Init).
 	spec := os.NewFile(specFD, "spec")
