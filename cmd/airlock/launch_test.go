@@ -92,6 +92,10 @@ func TestCLIEarlyLaunchUnused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The default filter cached for this build, so that the run reaches
+	// the language's refusal without airlock-daemon (not copied here).
+	cache := t.TempDir()
+	warmFilterCache(t, bin, cache)
 	v1 := cgroups.HostMode() != cgroups.Unified
 	abandoned := regexp.MustCompile(`(?m)^early-abandoned [0-9.]+$`)
 	for _, c := range []struct {
@@ -105,7 +109,7 @@ func TestCLIEarlyLaunchUnused(t *testing.T) {
 		args := c.args
 		trace := filepath.Join(t.TempDir(), "phases")
 		cmd := exec.Command(filepath.Join(dir, "airlock"), args...)
-		cmd.Env = append(os.Environ(), "AIRLOCK_PHASES="+trace)
+		cmd.Env = append(os.Environ(), "AIRLOCK_PHASES="+trace, "XDG_CACHE_HOME="+cache)
 		code, out, errs := runCLI(t, cmd)
 		if code != exitSetup || !strings.Contains(errs, "--") {
 			t.Errorf("%q: exit %d, %q %q: want the flag refused", args, code, out, errs)
