@@ -93,6 +93,11 @@ type Config struct {
 	// Pool keeps sandboxes prepared ahead of requests (see PoolConfig).
 	// The zero value has no pool.
 	Pool PoolConfig
+	// TimerSlack is the timer slack, in ns, each program starts with
+	// (nsjail.Spec.TimerSlack). 0 = this process's, as a child of it
+	// would inherit. A caller that raised its own for its runtime's sake
+	// (the airlock CLI) passes the one it was started with.
+	TimerSlack uint64
 	// WorkDir is where workspaces for code, files and sessions are made.
 	// "" = the system temp directory. Put it on a size-limited filesystem
 	// to bound what a program can write there.
@@ -609,7 +614,7 @@ func launchSpec(cfg Config, req Request) (nsjail.Spec, bool) {
 	}
 	uid, gid := p.InsideIDs()
 	return nsjail.Spec{InitPath: cfg.InitPath, SpawnPath: cfg.SpawnPath, HostNetwork: p.Network() == policy.NetHost, UID: uid, GID: gid,
-		Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, LimitStreams: req.LimitStreams, OutputLimit: int64(p.MaxOutput), Logger: cfg.Logger}, true
+		Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, LimitStreams: req.LimitStreams, OutputLimit: int64(p.MaxOutput), TimerSlack: cfg.TimerSlack, Logger: cfg.Logger}, true
 }
 
 // Resolve turns a request into the fully resolved jail spec, refusing
@@ -778,6 +783,7 @@ func (e *Executor) baseSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, li
 		InitPath:     e.cfg.InitPath,
 		SpawnPath:    e.cfg.SpawnPath,
 		NoReaper:     e.noReaper,
+		TimerSlack:   e.cfg.TimerSlack,
 		Logger:       e.cfg.Logger,
 	}
 }

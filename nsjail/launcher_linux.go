@@ -200,8 +200,27 @@ func newSandbox(spec *Spec) *Sandbox {
 }
 
 func initConfigFor(spec *Spec) initConfig {
-	return initConfig{Hostname: or(spec.Hostname, "airlock"), NetNS: !spec.HostNetwork, Plan: spec.Plan, Staging: stagingDir, Process: spec.Process, Landlock: spec.Landlock, EgressPort: spec.EgressPort}
+	return initConfig{Hostname: or(spec.Hostname, "airlock"), NetNS: !spec.HostNetwork, Plan: spec.Plan, Staging: stagingDir, Process: spec.Process, Landlock: spec.Landlock, EgressPort: spec.EgressPort,
+		TimerSlack: programTimerSlack(spec.TimerSlack)}
 }
+
+// programTimerSlack is the timer slack the program starts with: slack,
+// or where it is 0, the calling thread's (which a child of this process
+// would inherit). Never 0: the init always sets it, replacing the
+// helper's InitTimerSlack.
+func programTimerSlack(slack uint64) uint64 {
+	if slack != 0 {
+		return slack
+	}
+	if s, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); err == nil && s > 0 {
+		return uint64(s)
+	}
+	return defaultTimerSlack
+}
+
+// defaultTimerSlack is the kernel's default timer slack (50 µs), for a
+// thread whose own cannot be read.
+const defaultTimerSlack = 50000
 
 func programConfigFor(spec *Spec) programConfig {
 	return programConfig{Args: spec.Args, Env: spec.Env, Dir: or(spec.Dir, "/workspace"), Rlimits: spec.Rlimits, Seccomp: spec.Seccomp, TTY: spec.TTY != nil}

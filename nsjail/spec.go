@@ -161,6 +161,15 @@ type Spec struct {
 	// counters, the page cache, a port in TIME_WAIT) is shared by the
 	// runs of one sandbox.
 	Recycle bool
+	// TimerSlack is the timer slack, in nanoseconds, the program (and
+	// its reaper) starts with. 0 = the slack of the thread that launches
+	// the sandbox, which the program would have inherited from this
+	// process. The init itself runs with a slack of its own (the spawn
+	// helper gives it InitTimerSlack), so that its Go runtime's monitor
+	// thread wakes less during the setup; it sets this one on its exec
+	// thread before the filter. A caller that raised its own slack (the
+	// airlock CLI does, at its entry) passes the one it was started with.
+	TimerSlack uint64
 	// Logger receives lifecycle events (never payload data). nil = none.
 	Logger *slog.Logger
 }

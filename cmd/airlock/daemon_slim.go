@@ -59,6 +59,7 @@ func daemonExec(command string, args []string, control, why string) error {
 		syscall.Close(1)
 	}
 	env := append(os.Environ(), callerEnv+"="+nsjail.BuildToken())
+	restoreTimerSlack()
 	err = syscall.Exec(daemon, append([]string{"airlock", command}, args...), env)
 	return &policy.SetupError{Stage: "airlock-daemon", Err: fmt.Errorf("exec %s: %w", daemon, err)}
 }

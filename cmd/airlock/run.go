@@ -638,7 +638,8 @@ func warnWeakened(p policy.Policy, stderr io.Writer) {
 // itself is what its caller would otherwise have to do by hand.
 func cliConfig(cache string) executor.Config {
 	initPath, spawnPath := helpers()
-	return executor.Config{SeccompCacheDir: cache, InitPath: initPath, SpawnPath: spawnPath, CgroupMoveSelf: true, Logger: phases.logger()}
+	return executor.Config{SeccompCacheDir: cache, InitPath: initPath, SpawnPath: spawnPath, CgroupMoveSelf: true, Logger: phases.logger(),
+		TimerSlack: entryTimerSlack()}
 }
 
 // helpers are the sandbox init and spawn helper airlock starts, beside

@@ -11,6 +11,21 @@ var stdoutProbe int64 = probeUnset
 
 const probeUnset = 1 << 62
 
+// slackProbe is prctl(PR_GET_TIMERSLACK)'s raw return at the process's
+// entry: the timer slack airlock's caller gave it, in ns, before
+// _rt0_airlock raised the main thread's (timerslack.go); probeUnset
+// without the entry.
+var slackProbe int64 = probeUnset
+
+// entryTimerSlack is the caller's timer slack the entry recorded when it
+// raised the CLI's own, or 0 where it did neither.
+func entryTimerSlack() uint64 {
+	if slackProbe <= 0 || slackProbe == probeUnset {
+		return 0
+	}
+	return uint64(slackProbe)
+}
+
 // stdoutClosedAtStart reports whether fd 1 was closed when airlock
 // started (`airlock ... >&-`): what Go's runtime put there is /dev/null,
 // and a result written to it would be lost without a word. Without the

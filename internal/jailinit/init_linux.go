@@ -168,6 +168,15 @@ func runInit(started int64) error {
 		return err
 	}
 	m.take()
+	// The program's timer slack, on the exec thread (it is per thread,
+	// and execve keeps the calling thread's): before the filter, which
+	// need not allow prctl; after the setup, which ran with the helper's
+	// larger one (InitTimerSlack).
+	if cfg.TimerSlack != 0 {
+		if err := stage("timer slack", unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(cfg.TimerSlack), 0, 0, 0)); err != nil {
+			return err
+		}
+	}
 	if cfg.ReaperWaits {
 		listener, err := loadFilter(prog.Seccomp)
 		if err != nil {

@@ -124,6 +124,12 @@ type initConfig struct {
 	// another (nsjail.Spec.Recycle), emptying these directories (the
 	// writable tmpfs mounts) between runs.
 	Recycle []string
+	// TimerSlack is the timer slack (ns) the exec thread sets before the
+	// filter, in place of the one the spawn helper started the init with
+	// (InitTimerSlack): the program's and its reaper's, as they would have
+	// inherited it from the supervisor's caller (nsjail.Spec.TimerSlack).
+	// 0 = left as it is.
+	TimerSlack uint64
 }
 
 // programConfig is the part of the spec applied just before exec: what

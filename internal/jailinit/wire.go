@@ -38,8 +38,8 @@ import (
 // init). Version 7: initConfig.ReaperWaits (the waiting reaper reads its
 // program in programConfig's form: cmd/airlock-spawn decodes it too).
 // Version 8: initConfig.Recycle (and the reaper's "ended" may be
-// "prepared" too: recycled).
-const wireVersion = 8
+// "prepared" too: recycled). Version 9: initConfig.TimerSlack.
+const wireVersion = 9
 
 // writeMsg sends one message: header and payload in a single write.
 func writeMsg(w io.Writer, payload []byte) error {
@@ -243,6 +243,7 @@ func (c *initConfig) marshal() []byte {
 	e.int(int64(c.LastCap))
 	e.bool(c.ReaperWaits)
 	e.strs(c.Recycle)
+	e.uint(c.TimerSlack)
 	return e.b
 }
 
@@ -270,6 +271,7 @@ func (c *initConfig) unmarshal(b []byte) error {
 	if r := d.strs(); len(r) > 0 {
 		c.Recycle = r
 	}
+	c.TimerSlack = d.uint()
 	return d.end()
 }
 

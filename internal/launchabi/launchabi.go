@@ -44,6 +44,17 @@ func InitEnviron(token string) []string {
 // Nobody is the host id a sandbox started by root maps to by default.
 const Nobody = 65534
 
+// InitTimerSlack is the timer slack, in ns, the spawn helper gives the
+// init before its exec (cmd/airlock-spawn's INIT_TIMERSLACK), and the
+// airlock CLI gives itself at its entry: a Go runtime's monitor thread
+// (sysmon) sleeps 20 µs a cycle while any of its Ps runs or sits in a
+// system call, so that with the kernel's default slack of 50 µs it wakes
+// every 70 µs or so through a process's whole setup; with 1 ms, a
+// fifteenth as often. Neither the init nor the CLI has a timer that 1 ms
+// later matters to (the CLI's timeout fires at most that much late). The
+// program gets its own caller's slack back (nsjail.Spec.TimerSlack).
+const InitTimerSlack = 1000000
+
 // HostIDs are the host uid and gid a sandbox's ids map to, for a caller
 // running as callerUID and callerGID that asked for hostUID and hostGID
 // (nsjail.Spec's HostUID, HostGID): a caller that is not root maps its
