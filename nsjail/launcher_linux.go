@@ -862,9 +862,20 @@ func sendFiles(sock *os.File, files []*os.File) error {
 }
 
 // socketPair returns the two ends of a SOCK_SEQPACKET unix socket pair,
-// both close-on-exec (ExtraFiles clears it for the child's copy).
+// both close-on-exec (ExtraFiles clears it for the child's copy). Ours,
+// the first, is non-blocking and so read through the runtime's poller
+// (awaitStatus, readSpawnReport): a goroutine that waits for the init
+// parks and leaves the P to the others (the CLI has one), instead of
+// holding it in a blocking recvmsg until sysmon takes it back, which with
+// the CLI's timer slack takes up to 1 ms. The child's stays blocking.
 func socketPair() (*os.File, *os.File, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err == nil {
+		if err = unix.SetNonblock(fds[0], true); err != nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+		}
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -439,8 +439,8 @@ func (p *Prepared) sendStreams(rights []byte) error {
 }
 
 // setupRuns readies what a recycled sandbox's runs share: the status
-// socket through the runtime's poller (a copy of it, non-blocking: the
-// original was put in blocking mode by the preparation's reads), and
+// socket through the runtime's poller (a copy of it, non-blocking, whose
+// file the runs' reads own: the original's may be closed), and
 // /dev/null, the stdin of a run without one. Called once, at Prepare.
 func (p *Prepared) setupRuns() error {
 	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -448,7 +448,14 @@ func (p *Prepared) setupRuns() error {
 		return err
 	}
 	p.devNull = null
-	fd, err := unix.FcntlInt(p.c.statusR.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	rc, err := p.c.statusR.SyscallConn()
+	if err != nil {
+		return err
+	}
+	fd := -1
+	if cerr := rc.Control(func(s uintptr) { fd, err = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); cerr != nil {
+		err = cerr
+	}
 	if err != nil {
 		return err
 	}

@@ -137,8 +137,21 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 	pooled := statusBufs.Get().(*[64 << 10]byte)
 	defer statusBufs.Put(pooled) // unmarshal copies what it keeps
 	buf, oob := pooled[:], make([]byte, unix.CmsgSpace(4))
+	// Through the poller where statusR is non-blocking (socketPair):
+	// the wait parks this goroutine and frees its P.
+	rc, err := statusR.SyscallConn()
+	if err != nil {
+		return &policy.SetupError{Stage: "status", Err: err}
+	}
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(int(statusR.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		var n, oobn int
+		var err error
+		if rerr := rc.Read(func(fd uintptr) bool {
+			n, oobn, _, _, err = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+			return !errors.Is(err, unix.EAGAIN)
+		}); rerr != nil {
+			err = rerr
+		}
 		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNRESET) {
 			// ECONNRESET: the init ended with a message of ours unread
 			// (an init launched ahead that failed before it received its

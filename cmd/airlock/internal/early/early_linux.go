@@ -178,6 +178,12 @@ func (l *Launch) spawn() (err error) {
 	syscall.Close(report[1])
 	syscall.Close(reaper)
 	open = nil
+	// Ours are read through the runtime's poller, as nsjail's socketPair
+	// makes them: non-blocking (the helper's and the init's stay blocking:
+	// each end of a socket pair has its own flags). A failure leaves one
+	// blocking, which reads as well, only holding a thread.
+	syscall.SetNonblock(status[0], true)
+	syscall.SetNonblock(report[0], true)
 	l.SpecW = os.NewFile(uintptr(spec[1]), "spec")
 	l.StatusR = os.NewFile(uintptr(status[0]), "status")
 	l.Report = os.NewFile(uintptr(report[0]), "spawn-report")
