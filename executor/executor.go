@@ -98,6 +98,14 @@ type Config struct {
 	// would inherit. A caller that raised its own for its runtime's sake
 	// (the airlock CLI) passes the one it was started with.
 	TimerSlack uint64
+	// SetSignals makes each program start with exactly SignalsIgnored
+	// ignored (bit n-1 for signal n) and every other signal at its
+	// default (nsjail.Spec.SetSignals): a CLI passes the dispositions it
+	// was started with, which its runtime's handlers hide from its
+	// children. It also lets a cold sandbox start before the caller's
+	// ProgramGate opens: what the init inherits no longer matters.
+	SetSignals     bool
+	SignalsIgnored uint64
 	// WorkDir is where workspaces for code, files and sessions are made.
 	// "" = the system temp directory. Put it on a size-limited filesystem
 	// to bound what a program can write there.
@@ -522,12 +530,16 @@ func (e *Executor) run(ctx context.Context, req Request, enf policy.Enforcement,
 		if l != nil {
 			l.Close() // before a second init is started
 		}
-		// A cold init starts once the caller's gate is open: it inherits
-		// the caller's signal dispositions as they are then (the CLI has
-		// its handlers in place, which the child resets to the default),
-		// not in the middle of their registration. (An init launched
-		// ahead inherits them as they were at its launch.)
-		waitGate(ctx, req.ProgramGate, time.Duration(req.Policy.Timeout))
+		// Without SetSignals a cold init starts once the caller's gate is
+		// open: it inherits the caller's signal dispositions as they are
+		// then (the CLI has its handlers in place, which the child resets
+		// to the default), not in the middle of their registration. (An
+		// init launched ahead inherits them as they were at its launch.)
+		// With SetSignals the init sets them itself, and starts at once:
+		// the gate holds only the program.
+		if !e.cfg.SetSignals {
+			waitGate(ctx, req.ProgramGate, time.Duration(req.Policy.Timeout))
+		}
 		res, err = nsjail.Run(ctx, spec)
 	}
 	if res != nil {
@@ -614,7 +626,8 @@ func launchSpec(cfg Config, req Request) (nsjail.Spec, bool) {
 	}
 	uid, gid := p.InsideIDs()
 	return nsjail.Spec{InitPath: cfg.InitPath, SpawnPath: cfg.SpawnPath, HostNetwork: p.Network() == policy.NetHost, UID: uid, GID: gid,
-		Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, LimitStreams: req.LimitStreams, OutputLimit: int64(p.MaxOutput), TimerSlack: cfg.TimerSlack, Logger: cfg.Logger}, true
+		Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, LimitStreams: req.LimitStreams, OutputLimit: int64(p.MaxOutput), TimerSlack: cfg.TimerSlack,
+		SetSignals: cfg.SetSignals, SignalsIgnored: cfg.SignalsIgnored, Logger: cfg.Logger}, true
 }
 
 // Resolve turns a request into the fully resolved jail spec, refusing
@@ -766,25 +779,27 @@ func setEnv(env []string, k, v string) []string {
 // baseSpec holds what both backends' specs share.
 func (e *Executor) baseSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, limits *cgroups.Limits, filter *seccomp.Filter) nsjail.Spec {
 	return nsjail.Spec{
-		Args:         req.Args,
-		Rlimits:      rl,
-		CgroupLimits: limits,
-		Seccomp:      filter,
-		Timeout:      time.Duration(p.Timeout),
-		CPUTime:      time.Duration(p.CPUTime),
-		TTY:          req.TTY,
-		Stdin:        req.Stdin,
-		Stdout:       req.Stdout,
-		Stderr:       req.Stderr,
-		Signals:      req.Signals,
-		ProgramGate:  req.ProgramGate,
-		LimitStreams: req.LimitStreams,
-		OutputLimit:  int64(p.MaxOutput),
-		InitPath:     e.cfg.InitPath,
-		SpawnPath:    e.cfg.SpawnPath,
-		NoReaper:     e.noReaper,
-		TimerSlack:   e.cfg.TimerSlack,
-		Logger:       e.cfg.Logger,
+		Args:           req.Args,
+		Rlimits:        rl,
+		CgroupLimits:   limits,
+		Seccomp:        filter,
+		Timeout:        time.Duration(p.Timeout),
+		CPUTime:        time.Duration(p.CPUTime),
+		TTY:            req.TTY,
+		Stdin:          req.Stdin,
+		Stdout:         req.Stdout,
+		Stderr:         req.Stderr,
+		Signals:        req.Signals,
+		ProgramGate:    req.ProgramGate,
+		LimitStreams:   req.LimitStreams,
+		OutputLimit:    int64(p.MaxOutput),
+		InitPath:       e.cfg.InitPath,
+		SpawnPath:      e.cfg.SpawnPath,
+		NoReaper:       e.noReaper,
+		TimerSlack:     e.cfg.TimerSlack,
+		SetSignals:     e.cfg.SetSignals,
+		SignalsIgnored: e.cfg.SignalsIgnored,
+		Logger:         e.cfg.Logger,
 	}
 }
 

@@ -170,6 +170,21 @@ type Spec struct {
 	// thread before the filter. A caller that raised its own slack (the
 	// airlock CLI does, at its entry) passes the one it was started with.
 	TimerSlack uint64
+	// SetSignals makes the program start with exactly SignalsIgnored
+	// ignored (SIG_IGN; bit n-1 for signal n) and every other signal at
+	// its default: the dispositions its caller had, whatever this
+	// process's runtime made of them, and whenever the init was started.
+	// The init sets them just before its exec; a reaper keeps SIGCHLD at
+	// the default for itself and ignores it again in the program's
+	// process. The airlock CLI passes the set its entry read, before Go's
+	// runtime installed its handlers. Without SetSignals the program gets
+	// what the init inherits: from a Go supervisor, SIGHUP and SIGINT
+	// ignored where they were at its start and it has registered no
+	// handler for them (when the init was started), SIGTSTP, SIGTTIN and
+	// SIGTTOU as the supervisor got them, every other signal at its
+	// default.
+	SetSignals     bool
+	SignalsIgnored uint64
 	// Logger receives lifecycle events (never payload data). nil = none.
 	Logger *slog.Logger
 }

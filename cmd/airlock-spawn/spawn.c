@@ -843,6 +843,20 @@ static long readProgram(int progfd, int framed, struct program *pg) {
 	return parse(n, pg);
 }
 
+// ksigaction is the kernel's struct sigaction on x86_64 and aarch64
+// (both have sa_restorer); a set of signals is one word.
+struct ksigaction {
+	unsigned long handler, flags, restorer, mask;
+};
+
+// ignoreChld ignores SIGCHLD again, in the program's process before its
+// exec, where the reaper found it ignored (reaper()).
+static void ignoreChld(int ignored) {
+	struct ksigaction ign = {.handler = 1};
+	if (ignored)
+		sys6(__NR_rt_sigaction, SIGCHLD, (long)&ign, 0, sizeof ign.mask, 0, 0);
+}
+
 static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp) {
 	int recycle = argc >= 4 && equal(argv[2], "r");
 	int waits = recycle || (argc == 4 && equal(argv[2], "w"));
@@ -853,6 +867,15 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 	int st = (int)fd;
 	unsigned long set = forwardedSigs | BIT(SIGCHLD), none = 0;
 	sys6(__NR_rt_sigprocmask, SIG_BLOCK, (long)&set, 0, sizeof set, 0, 0);
+	// SIGCHLD as the init left it is the program's (its caller's, where
+	// the supervisor set the dispositions: nsjail.Spec.SetSignals), but
+	// ours must be the default: ignored, the kernel would reap the program
+	// itself and send no SIGCHLD, and we would wait for it forever. The
+	// child ignores it again before its exec.
+	struct ksigaction dfl = {0}, old = {0};
+	int chldIgnored = sys6(__NR_rt_sigaction, SIGCHLD, 0, (long)&old, sizeof set, 0, 0) == 0 && old.handler == 1;
+	if (chldIgnored)
+		sys6(__NR_rt_sigaction, SIGCHLD, (long)&dfl, 0, sizeof set, 0, 0);
 	// Not dumpable: the program, our child with the same ids, can neither
 	// ptrace us nor reach our memory or fds through /proc/1.
 	long r = SYS(__NR_prctl, PR_SET_DUMPABLE, 0, 0);
@@ -920,11 +943,13 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 				if ((r = SYS(__NR_chdir, pg.dir, 0, 0)) < 0)
 					childFail(errp[1], CHILD_CHDIR, r);
 				sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof none, 0, 0);
+				ignoreChld(chldIgnored);
 				childFail(errp[1], CHILD_EXEC, lookexec(pg.argv, pg.envp));
 			}
 			if (tty && (r = SYS(__NR_ioctl, 0, TIOCSCTTY, 0)) < 0)
 				childFail(errp[1], CHILD_EXEC, r);
 			sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof none, 0, 0);
+			ignoreChld(chldIgnored);
 			childFail(errp[1], CHILD_EXEC, SYS(__NR_execve, argv[3], argv + 4, envp));
 		}
 		SYS(__NR_close, errp[1], 0, 0);

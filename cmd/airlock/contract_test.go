@@ -563,10 +563,17 @@ func unixSignalName(n int) string {
 // the run and its one JSON result.
 func (e *cliEnv) interrupt(t *testing.T, first syscall.Signal, more []syscall.Signal, args ...string) (cliRun, *executor.Result) {
 	t.Helper()
+	return e.interruptAs(t, []string{e.bin}, first, more, args...)
+}
+
+// interruptAs is interrupt with the CLI started as argv0 (a wrapper that
+// execs it: the same process).
+func (e *cliEnv) interruptAs(t *testing.T, argv0 []string, first syscall.Signal, more []syscall.Signal, args ...string) (cliRun, *executor.Result) {
+	t.Helper()
 	out := filepath.Join(e.t, "out-"+strconv.Itoa(int(time.Now().UnixNano())))
 	os.Mkdir(out, 0o777)
 	os.Chmod(out, 0o777)
-	cmd, o, eb := e.start(t, "", append([]string{"run", "--json", "--bind", out + ":/out"}, args...)...)
+	cmd, o, eb := e.startWith(t, argv0, "", append([]string{"run", "--json", "--bind", out + ":/out"}, args...)...)
 	if !testutil.WaitFor(time.Minute, func() bool { return testutil.Exists(filepath.Join(out, "started")) }) {
 		cmd.Process.Kill()
 		r := e.wait(t, cmd, o, eb)
@@ -592,16 +599,29 @@ func (e *cliEnv) interrupt(t *testing.T, first syscall.Signal, more []syscall.Si
 // (then the sandbox is killed). Other signals are passed on as they come.
 func TestInterruptIsCancelled(t *testing.T) {
 	e := newCLIEnv(t)
+	python := []string{"python3", "-c", "import time, pathlib; print('partial', flush=True); pathlib.Path('/out/started').touch(); time.sleep(60)"}
 	t.Run("sigint-python", func(t *testing.T) {
 		// Python's own SIGINT handler raises KeyboardInterrupt: the
-		// program ends itself within the grace period.
-		r, res := e.interrupt(t, syscall.SIGINT, nil, "--kill-grace", "60s", "--", "python3", "-c",
-			"import time, pathlib; print('partial', flush=True); pathlib.Path('/out/started').touch(); time.sleep(60)")
+		// program ends itself within the grace period. Started as from
+		// a terminal, SIGINT at its default (a harness may run the tests
+		// with it ignored, which the program would then inherit, as bare:
+		// the next case).
+		r, res := e.interruptAs(t, []string{"env", "--default-signal=INT", e.bin}, syscall.SIGINT, nil, append([]string{"--kill-grace", "60s", "--"}, python...)...)
 		if r.code != 130 || res.ExitCode != 130 || res.Status != nsjail.StatusCancelled || !strings.Contains(res.Stderr, "KeyboardInterrupt") {
 			t.Errorf("SIGINT: exit %d, %+v", r.code, res)
 		}
 		if !strings.Contains(r.stderr, "airlock: cancelled by SIGINT") {
 			t.Errorf("no cancellation line: %s", r.stderr)
+		}
+	})
+	t.Run("sigint-ignored-by-caller", func(t *testing.T) {
+		// A caller that ignores SIGINT (a background job of a
+		// non-interactive shell): Python inherits that, as bare, and
+		// installs no handler; airlock still cancels the run at a SIGINT
+		// it gets, killing the program after the grace.
+		r, res := e.interruptAs(t, []string{"env", "--ignore-signal=INT", e.bin}, syscall.SIGINT, nil, append([]string{"--kill-grace", "300ms", "--"}, python...)...)
+		if r.code != 130 || res.Status != nsjail.StatusCancelled || res.Signal != "SIGKILL" || strings.Contains(res.Stderr, "KeyboardInterrupt") {
+			t.Errorf("SIGINT: exit %d, %+v", r.code, res)
 		}
 	})
 	t.Run("sigterm-grace", func(t *testing.T) {

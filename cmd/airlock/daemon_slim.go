@@ -60,6 +60,7 @@ func daemonExec(command string, args []string, control, why string) error {
 	}
 	env := append(os.Environ(), callerEnv+"="+nsjail.BuildToken())
 	restoreTimerSlack()
+	restoreIgnoredSignals()
 	err = syscall.Exec(daemon, append([]string{"airlock", command}, args...), env)
 	return &policy.SetupError{Stage: "airlock-daemon", Err: fmt.Errorf("exec %s: %w", daemon, err)}
 }

@@ -10,9 +10,14 @@
 //     slackProbe, and raises the main thread's to 1 ms
 //     (launchabi.InitTimerSlack) before the runtime starts sysmon from
 //     it: every thread of the CLI inherits it; its programs get the
-//     recorded one (timerslack.go).
+//     recorded one (timerslack.go);
+//   - it records which signals its caller left ignored, in ignoredProbe
+//     (bit n-1 for signal n; sigProbed set), before the runtime installs
+//     its handlers on most of them, which its children would see at the
+//     default (signals.go).
 // Then it jumps to the runtime's own entry with the stack the kernel set
-// up (the syscalls clobber AX, CX, DI, SI, R11, which it does not read).
+// up (the syscalls clobber AX, CX, DX, DI, SI, R10, R11, R12, R13, which
+// it does not read).
 TEXT _rt0_airlock(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	$72, AX // SYS_fcntl
 	MOVQ	$1, DI  // fd 1
@@ -31,4 +36,28 @@ TEXT _rt0_airlock(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	$1000000, SI // launchabi.InitTimerSlack
 	SYSCALL
 start:
+	MOVQ	$1, R12  // the signal
+	XORQ	R13, R13 // the ignored ones
+probe:
+	MOVQ	$13, AX // SYS_rt_sigaction
+	MOVQ	R12, DI
+	XORQ	SI, SI // no new action
+	LEAQ	·sigBuf(SB), DX
+	MOVQ	$8, R10 // the size of a set of signals
+	SYSCALL
+	TESTQ	AX, AX
+	JNE	next
+	CMPQ	·sigBuf(SB), $1 // SIG_IGN
+	JNE	next
+	MOVQ	R12, CX
+	DECQ	CX
+	MOVQ	$1, AX
+	SHLQ	CX, AX
+	ORQ	AX, R13
+next:
+	INCQ	R12
+	CMPQ	R12, $65
+	JLT	probe
+	MOVQ	R13, ·ignoredProbe(SB)
+	MOVQ	$1, ·sigProbed(SB)
 	JMP	_rt0_amd64_linux(SB)

@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// _rt0_airlock: see entry_amd64.s. The syscalls clobber R0, R1 and R8
+// _rt0_airlock: see entry_amd64.s. It clobbers R0 to R4, R8, R20 and R21
 // (argc comes from the stack, which it leaves as the kernel set it up).
 TEXT _rt0_airlock(SB),NOSPLIT|NOFRAME,$0
 	MOVD	$1, R0  // fd 1
@@ -22,4 +22,28 @@ TEXT _rt0_airlock(SB),NOSPLIT|NOFRAME,$0
 	MOVD	$167, R8     // SYS_prctl
 	SVC
 start:
+	MOVD	$1, R20 // the signal
+	MOVD	$0, R21 // the ignored ones
+probe:
+	MOVD	R20, R0
+	MOVD	$0, R1 // no new action
+	MOVD	$·sigBuf(SB), R2
+	MOVD	$8, R3 // the size of a set of signals
+	MOVD	$134, R8 // SYS_rt_sigaction
+	SVC
+	CBNZ	R0, next
+	MOVD	·sigBuf(SB), R0
+	CMP	$1, R0 // SIG_IGN
+	BNE	next
+	SUB	$1, R20, R3
+	MOVD	$1, R4
+	LSL	R3, R4, R4
+	ORR	R4, R21, R21
+next:
+	ADD	$1, R20, R20
+	CMP	$65, R20
+	BLT	probe
+	MOVD	R21, ·ignoredProbe(SB)
+	MOVD	$1, R0
+	MOVD	R0, ·sigProbed(SB)
 	B	_rt0_arm64_linux(SB)

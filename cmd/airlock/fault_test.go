@@ -263,6 +263,7 @@ var faults = []fault{
 	// The program part (programConfig), once placed in the cgroup.
 	{name: "write/prepared", inj: []inject{errInj("write", "EPIPE", `"\t\0\1\0\0\0\0`)}, stage: "report prepared"},
 	{name: "read/program", inj: []inject{{syscall: "read", errno: "EIO", match: "(3<pipe:", after: `"\t\0\1\0\0\0\0`}}, stage: "read program"},
+	{name: "rt_sigaction/dispositions", inj: []inject{{syscall: "rt_sigaction", errno: "EINVAL", match: "SIGTTOU, {sa_handler=SIG_DFL", after: `"\t\0\1\0\0\0\0`}}, stage: "signal dispositions"},
 	{name: "prctl/timerslack", inj: []inject{{syscall: "prctl", errno: "EINVAL", match: "PR_SET_TIMERSLACK", after: `"\t\0\1\0\0\0\0`}}, stage: "timer slack"},
 	{name: "unshare/cgroupns", inj: []inject{errInj("unshare", "EPERM", "CLONE_NEWCGROUP")}, stage: "unshare cgroup"},
 	{name: "prlimit64/nofile", inj: []inject{errInj("prlimit64", "EPERM", "RLIMIT_NOFILE, {rlim_cur=1024")}, stage: "setrlimit"},

@@ -4,6 +4,8 @@ package main
 
 /*
 #include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 // stdout_closed records, before the Go runtime starts, whether airlock's
 // fd 1 was closed: the runtime then opens /dev/null there (checkfds), so
@@ -11,11 +13,26 @@ package main
 // constructor runs before the runtime in a cgo binary.
 static int stdout_closed;
 
+// ignored_signals: the signals the caller left ignored (bit n-1 for
+// signal n), read before Go's runtime installs its handlers, which hide
+// them from its children (signals.go).
+static unsigned long long ignored_signals;
+
+struct airlock_ksigaction {
+	unsigned long handler, flags, restorer, mask;
+};
+
 __attribute__((constructor)) static void airlock_check_stdout(void) {
 	stdout_closed = fcntl(1, F_GETFD) < 0;
+	for (int sig = 1; sig <= 64; sig++) {
+		struct airlock_ksigaction old = {0};
+		if (syscall(SYS_rt_sigaction, sig, 0, &old, sizeof old.mask) == 0 && old.handler == 1)
+			ignored_signals |= 1ULL << (sig - 1);
+	}
 }
 
 static int airlock_stdout_closed(void) { return stdout_closed; }
+static unsigned long long airlock_ignored_signals(void) { return ignored_signals; }
 */
 import "C"
 
@@ -27,3 +44,7 @@ func stdoutClosedAtStart() bool { return C.airlock_stdout_closed() != 0 }
 // entryTimerSlack: a cgo build has no entry of its own, so its timer
 // slack is its caller's (timerslack.go).
 func entryTimerSlack() uint64 { return 0 }
+
+// entryIgnoredSignals is the set the constructor read (always: it runs
+// in every cgo build).
+func entryIgnoredSignals() (uint64, bool) { return uint64(C.airlock_ignored_signals()), true }

@@ -17,6 +17,19 @@ const probeUnset = 1 << 62
 // without the entry.
 var slackProbe int64 = probeUnset
 
+// ignoredProbe is the set of signals airlock's caller left ignored (bit
+// n-1 for signal n), as _rt0_airlock read them with rt_sigaction before
+// Go's runtime started; sigProbed is 1 once it did. sigBuf receives each
+// old action (the kernel's struct sigaction: handler first).
+var (
+	ignoredProbe uint64
+	sigProbed    int64
+	sigBuf       [4]uint64
+)
+
+// entryIgnoredSignals is the set the entry read, and whether it did.
+func entryIgnoredSignals() (uint64, bool) { return ignoredProbe, sigProbed == 1 }
+
 // entryTimerSlack is the caller's timer slack the entry recorded when it
 // raised the CLI's own, or 0 where it did neither.
 func entryTimerSlack() uint64 {

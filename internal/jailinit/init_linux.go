@@ -177,6 +177,13 @@ func runInit(started int64) error {
 			return err
 		}
 	}
+	// The program's signal dispositions, its caller's (signals_linux.go):
+	// before the filter, which need not allow rt_sigaction.
+	if cfg.SetSignals {
+		if err := stage("signal dispositions", setSignals(cfg.SignalsIgnored)); err != nil {
+			return err
+		}
+	}
 	if cfg.ReaperWaits {
 		listener, err := loadFilter(prog.Seccomp)
 		if err != nil {

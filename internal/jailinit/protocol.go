@@ -130,6 +130,11 @@ type initConfig struct {
 	// inherited it from the supervisor's caller (nsjail.Spec.TimerSlack).
 	// 0 = left as it is.
 	TimerSlack uint64
+	// SetSignals: the init sets SignalsIgnored (bit n-1 for signal n) to
+	// SIG_IGN and every other signal to SIG_DFL just before its exec
+	// (nsjail.Spec.SetSignals).
+	SetSignals     bool
+	SignalsIgnored uint64
 }
 
 // programConfig is the part of the spec applied just before exec: what

@@ -38,7 +38,8 @@ import (
 // init). Version 7: initConfig.ReaperWaits (the waiting reaper reads its
 // program in programConfig's form: cmd/airlock-spawn decodes it too).
 // Version 8: initConfig.Recycle (and the reaper's "ended" may be
-// "prepared" too: recycled). Version 9: initConfig.TimerSlack.
+// "prepared" too: recycled). Version 9: initConfig.TimerSlack, SetSignals
+// and SignalsIgnored.
 const wireVersion = 9
 
 // writeMsg sends one message: header and payload in a single write.
@@ -244,6 +245,8 @@ func (c *initConfig) marshal() []byte {
 	e.bool(c.ReaperWaits)
 	e.strs(c.Recycle)
 	e.uint(c.TimerSlack)
+	e.bool(c.SetSignals)
+	e.uint(c.SignalsIgnored)
 	return e.b
 }
 
@@ -272,6 +275,8 @@ func (c *initConfig) unmarshal(b []byte) error {
 		c.Recycle = r
 	}
 	c.TimerSlack = d.uint()
+	c.SetSignals = d.bool()
+	c.SignalsIgnored = d.uint()
 	return d.end()
 }
 

@@ -21,7 +21,7 @@ func wireSamples(t testing.TB) (initConfig, programConfig) {
 	f := &seccomp.Filter{Profile: "default", Rules: 418, Notify: true,
 		Program: seccomp.Program{{Code: 0x20, K: 4}, {Code: 0x15, Jt: 1, Jf: 255, K: 0xc000003e}, {Code: 6, K: 0x7fff0000}}}
 	cfg := initConfig{Hostname: "box", NetNS: true, Process: true, Plan: plan, Staging: "/tmp", JoinCgroup: 5, SentCgroup: 3,
-		Landlock: Landlock{ABI: 7, Paths: []LandlockPath{{Path: "/usr", Access: LandlockRead | LandlockExec}, {Path: "/x", Access: LandlockList, Optional: true}}, Net: true, Scope: true}, EgressPort: 3128, LastCap: 40, TimerSlack: 123457}
+		Landlock: Landlock{ABI: 7, Paths: []LandlockPath{{Path: "/usr", Access: LandlockRead | LandlockExec}, {Path: "/x", Access: LandlockList, Optional: true}}, Net: true, Scope: true}, EgressPort: 3128, LastCap: 40, TimerSlack: 123457, SetSignals: true, SignalsIgnored: 1<<12 | 1<<14}
 	prog := programConfig{Args: []string{"/bin/sh", "-c", "echo 'hi'"}, Env: []string{"A=1", "EMPTY="}, Dir: "/workspace",
 		Rlimits: []Rlimit{{Resource: 7, Cur: 1024, Max: 1024}, {Resource: 4, Cur: 0, Max: ^uint64(0)}}, Seccomp: f}
 	return cfg, prog
