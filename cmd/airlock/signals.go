@@ -1,3 +1,5 @@
+//go:build airlock_slim
+
 package main
 
 import (

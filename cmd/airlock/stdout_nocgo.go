@@ -24,7 +24,8 @@ var slackProbe int64 = probeUnset
 var (
 	ignoredProbe uint64
 	sigProbed    int64
-	sigBuf       [4]uint64
+	//lint:ignore U1000 written by _rt0_airlock (entry_*.s) only
+	sigBuf [4]uint64
 )
 
 // entryIgnoredSignals is the set the entry read, and whether it did.
