@@ -2,7 +2,6 @@ package executor_test
 
 import (
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,12 +24,6 @@ func TestSignalDispositions(t *testing.T) {
 	testutil.RequireUserNS(t)
 	pol := policy.Default()
 	pol.Timeout = policy.Duration(time.Minute)
-	bin := testutil.BinDir(t)
-	helpers := executor.Config{InitPath: filepath.Join(bin, "airlock-init-plain"), SpawnPath: filepath.Join(bin, "airlock-spawn")}
-	testutil.RequireFeature(t, "airlock-spawn built", testutil.Exists(helpers.SpawnPath))
-	warm, reused := helpers, helpers
-	warm.Pool = executor.PoolConfig{Size: 1, Policy: pol}
-	reused.Pool = executor.PoolConfig{Size: 1, Policy: pol, Reuse: 10}
 	read := []string{"/bin/grep", "SigIgn", "/proc/self/status"} // what it inherited
 	wait := []string{"/bin/sh", "-c", "sleep 0.05 & wait; echo waited $?"}
 	bit := func(s syscall.Signal) uint64 { return 1 << (s - 1) }
@@ -40,7 +33,7 @@ func TestSignalDispositions(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := string(b)
-	for name, cfg := range map[string]executor.Config{"forked": {}, "helpers": helpers, "warm pool": warm, "reused": reused} {
+	for name, cfg := range startPaths(t, pol) {
 		for _, setSignals := range []bool{false, true} {
 			sub := name + "/inherited"
 			want := own
@@ -57,9 +50,7 @@ func TestSignalDispositions(t *testing.T) {
 				}
 				defer ex.Close()
 				for run := range 2 {
-					if cfg.Pool.Size > 0 && !testutil.WaitFor(30*time.Second, func() bool { return ex.PoolStats().Ready > 0 }) {
-						t.Fatal("the pool prepared no sandbox")
-					}
+					poolReady(t, ex, cfg)
 					res, err := ex.Execute(t.Context(), executor.Request{Args: read, Policy: pol})
 					if err != nil || res.Status != nsjail.StatusOK {
 						t.Fatalf("run %d: %+v %v", run, res, err)
@@ -67,9 +58,7 @@ func TestSignalDispositions(t *testing.T) {
 					if res.Stdout != want {
 						t.Errorf("run %d: the program's %q, want %q", run, strings.TrimSpace(res.Stdout), strings.TrimSpace(want))
 					}
-					if cfg.Pool.Size > 0 && !testutil.WaitFor(30*time.Second, func() bool { return ex.PoolStats().Ready > 0 }) {
-						t.Fatal("the pool prepared no sandbox")
-					}
+					poolReady(t, ex, cfg)
 					res, err = ex.Execute(t.Context(), executor.Request{Args: wait, Policy: pol})
 					if err != nil || res.Status != nsjail.StatusOK || res.Stdout != "waited 0\n" {
 						t.Fatalf("run %d, a shell's wait: %+v %v", run, res, err)

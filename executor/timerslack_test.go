@@ -2,7 +2,6 @@ package executor_test
 
 import (
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,12 +23,6 @@ func TestTimerSlack(t *testing.T) {
 	testutil.RequireUserNS(t)
 	pol := policy.Default()
 	pol.Timeout = policy.Duration(time.Minute)
-	bin := testutil.BinDir(t)
-	helpers := executor.Config{InitPath: filepath.Join(bin, "airlock-init-plain"), SpawnPath: filepath.Join(bin, "airlock-spawn")}
-	testutil.RequireFeature(t, "airlock-spawn built", testutil.Exists(helpers.SpawnPath))
-	warm, reused := helpers, helpers
-	warm.Pool = executor.PoolConfig{Size: 1, Policy: pol}
-	reused.Pool = executor.PoolConfig{Size: 1, Policy: pol, Reuse: 10}
 	read := []string{"/bin/cat", "/proc/self/timerslack_ns"}
 	// This process's: a child of any of its threads inherits it (none
 	// sets its own).
@@ -38,7 +31,7 @@ func TestTimerSlack(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := string(b)
-	for name, cfg := range map[string]executor.Config{"forked": {}, "helpers": helpers, "warm pool": warm, "reused": reused} {
+	for name, cfg := range startPaths(t, pol) {
 		for _, slack := range []uint64{0, 234567} {
 			t.Run(name+"/"+strconv.FormatUint(slack, 10), func(t *testing.T) {
 				want := own
@@ -53,9 +46,7 @@ func TestTimerSlack(t *testing.T) {
 				}
 				defer ex.Close()
 				for run := range 2 {
-					if cfg.Pool.Size > 0 && !testutil.WaitFor(30*time.Second, func() bool { return ex.PoolStats().Ready > 0 }) {
-						t.Fatal("the pool prepared no sandbox")
-					}
+					poolReady(t, ex, cfg)
 					res, err := ex.Execute(t.Context(), executor.Request{Args: read, Policy: pol})
 					if err != nil || res.Status != nsjail.StatusOK {
 						t.Fatalf("run %d: %+v %v", run, res, err)
