@@ -14,10 +14,14 @@
 //   - it records which signals its caller left ignored, in ignoredProbe
 //     (bit n-1 for signal n; sigProbed set), before the runtime installs
 //     its handlers on most of them, which its children would see at the
-//     default (signals.go).
+//     default (signals.go);
+//   - it gives the runtime its start vector with GOMAXPROCS=1 appended to
+//     the environment, unless its caller set one (internal/entryvec), and
+//     records in maxprocsSet that it did.
 // Then it jumps to the runtime's own entry with the stack the kernel set
-// up (the syscalls clobber AX, CX, DX, DI, SI, R10, R11, R12, R13, which
-// it does not read).
+// up, or below it the copy airlock_entryvec made (the syscalls and
+// airlock_entryvec clobber AX, CX, DX, DI, SI, R8 to R13, which the runtime's
+// entry does not read).
 TEXT _rt0_airlock(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	$72, AX // SYS_fcntl
 	MOVQ	$1, DI  // fd 1
@@ -60,4 +64,11 @@ next:
 	JLT	probe
 	MOVQ	R13, ·ignoredProbe(SB)
 	MOVQ	$1, ·sigProbed(SB)
+	MOVQ	SP, DI
+	CALL	airlock_entryvec(SB) // writes below SP-64 only, its return address above
+	CMPQ	AX, SP
+	JEQ	runtime
+	MOVQ	$1, ·maxprocsSet(SB)
+	MOVQ	AX, SP
+runtime:
 	JMP	_rt0_amd64_linux(SB)

@@ -2,8 +2,9 @@
 
 #include "textflag.h"
 
-// _rt0_airlock: see entry_amd64.s. It clobbers R0 to R4, R8, R20 and R21
-// (argc comes from the stack, which it leaves as the kernel set it up).
+// _rt0_airlock: see entry_amd64.s. It clobbers R0 to R11, R20, R21 and the
+// link register (argc comes from the stack: the kernel's, or the copy
+// airlock_entryvec made below it).
 TEXT _rt0_airlock(SB),NOSPLIT|NOFRAME,$0
 	MOVD	$1, R0  // fd 1
 	MOVD	$1, R1  // F_GETFD
@@ -46,4 +47,13 @@ next:
 	MOVD	R21, ·ignoredProbe(SB)
 	MOVD	$1, R0
 	MOVD	R0, ·sigProbed(SB)
+	MOVD	RSP, R0
+	BL	airlock_entryvec(SB)
+	MOVD	RSP, R1
+	CMP	R0, R1
+	BEQ	runtime
+	MOVD	$1, R1
+	MOVD	R1, ·maxprocsSet(SB)
+	MOVD	R0, RSP
+runtime:
 	B	_rt0_arm64_linux(SB)

@@ -2,6 +2,12 @@
 
 package main
 
+import (
+	"os"
+
+	_ "github.com/airlock-sandbox/airlock/cmd/airlock/internal/entryvec" // _rt0_airlock calls it
+)
+
 // stdoutProbe is fcntl(1, F_GETFD)'s raw return at the process's entry,
 // before Go's runtime opened /dev/null at a closed fd 1 (its checkfds):
 // negative (-EBADF) when stdout was closed. _rt0_airlock (entry_*.s) sets
@@ -27,6 +33,25 @@ var (
 	//lint:ignore U1000 written by _rt0_airlock (entry_*.s) only
 	sigBuf [4]uint64
 )
+
+// maxprocsSet is 1 when _rt0_airlock appended GOMAXPROCS=1 to the
+// environment the runtime started with (internal/entryvec).
+var maxprocsSet int64
+
+// The appended GOMAXPROCS=1 leaves the CLI's environment before anything
+// reads it: package main's variables are initialized before main runs,
+// and the packages initialized before main's read none of it (early
+// starts the init with an environment of its own).
+var _ = dropEntryEnv()
+
+// dropEntryEnv takes GOMAXPROCS=1 out of the environment if the entry
+// put it there: its caller had none.
+func dropEntryEnv() bool {
+	if maxprocsSet == 1 {
+		os.Unsetenv("GOMAXPROCS")
+	}
+	return true
+}
 
 // entryIgnoredSignals is the set the entry read, and whether it did.
 func entryIgnoredSignals() (uint64, bool) { return ignoredProbe, sigProbed == 1 }

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+)
+
+// The CLI's runtime starts with one P (its entry appends GOMAXPROCS=1 to
+// the environment the runtime reads, internal/entryvec), and what it
+// starts sees its caller's environment all the same: a program's
+// --env-pass GOMAXPROCS finds none where the caller set none and the
+// caller's own where it set one, on every path (launched at the CLI's
+// start, launched later, and run by airlock-daemon, which the CLI execs
+// with its environment). The runtime's first scheduler trace, printed
+// by its monitor thread before the CLI's packages are initialized, says
+// how many Ps it started with.
+func TestCLIStartEnvironment(t *testing.T) {
+	testutil.RequireUserNS(t)
+	bin := filepath.Join(testutil.BinDir(t), "airlock")
+	testutil.RequireFeature(t, "airlock built by scripts/build", testutil.Exists(bin))
+	show := "env | grep -E '^(GOMAXPROCS|AIRLOCK_T_PASSED)=' | sort"
+	pass := []string{"--env-pass", "GOMAXPROCS", "--env-pass", "AIRLOCK_T_PASSED"}
+	sched := regexp.MustCompile(`(?m)^SCHED 0ms: gomaxprocs=(\d+) `)
+	for _, caller := range []string{"", "3"} {
+		for name, c := range map[string]struct {
+			args  []string
+			stdin string
+		}{
+			"run":        {append(append([]string{"run"}, pass...), "--", "/bin/sh", "-c", show), ""},
+			"json":       {append(append([]string{"run", "--json"}, pass...), "--", "/bin/sh", "-c", show), ""},
+			"exec code":  {append(append([]string{"exec", "--lang", "sh"}, pass...), "-c", show), ""},
+			"exec stdin": {append(append([]string{"exec", "--lang", "sh"}, pass...), "-"), show + "\n"},
+		} {
+			t.Run(name+"/GOMAXPROCS="+caller, func(t *testing.T) {
+				cmd := exec.Command(bin, c.args...)
+				cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+					return strings.HasPrefix(kv, "GOMAXPROCS=") || strings.HasPrefix(kv, "GODEBUG=")
+				})
+				cmd.Env = append(cmd.Env, "AIRLOCK_T_PASSED=x y", "GODEBUG=schedtrace=100000")
+				if caller != "" {
+					cmd.Env = append(cmd.Env, "GOMAXPROCS="+caller)
+				}
+				cmd.Stdin = strings.NewReader(c.stdin)
+				code, out, errs := runCLI(t, cmd)
+				if code != 0 {
+					t.Fatalf("exit %d: %s %s", code, out, errs)
+				}
+				want := "AIRLOCK_T_PASSED=x y\n"
+				if caller != "" {
+					want = "AIRLOCK_T_PASSED=x y\nGOMAXPROCS=" + caller + "\n"
+				}
+				if name == "json" {
+					want = `"stdout": "` + strings.ReplaceAll(want, "\n", `\n`) + `"`
+				}
+				if !strings.Contains(out, want) {
+					t.Errorf("the program's environment: got %q, want %q", out, want)
+				}
+				m := sched.FindStringSubmatch(errs)
+				if m == nil {
+					t.Fatalf("no scheduler trace of the CLI's start in its stderr: %q", errs)
+				}
+				if wantP := map[string]string{"": "1", "3": "3"}[caller]; m[1] != wantP && runtime.NumCPU() > 1 {
+					t.Errorf("the CLI's runtime started with %s Ps, want %s", m[1], wantP)
+				}
+			})
+		}
+	}
+}
