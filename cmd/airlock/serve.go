@@ -132,6 +132,11 @@ func startServed(name string, f *runFlags, sf *serveFlags, stderr io.Writer) (*d
 	}
 	cfg := cliConfig(cacheDir())
 	cfg.Logger, cfg.WorkDir = sv.log, work
+	// A served program is a client's, not this daemon's caller's: it
+	// starts with every signal at its default and none blocked, however
+	// the daemon was started (under nohup, by a shell that ignored
+	// SIGPIPE, ...), as a process a service starts should.
+	cfg.SetSignals, cfg.SignalsIgnored, cfg.SignalsBlocked = true, 0, 0
 	cfg.Pool = executor.PoolConfig{Size: sf.pool, Policy: p, Refill: min(sf.pool, 2), Reuse: sf.reuse}
 	ex, err := executor.New(cfg)
 	var inv *policy.InvalidError

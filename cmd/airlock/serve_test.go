@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,9 +34,16 @@ type served struct {
 // until it answers.
 func serve(t *testing.T, dir string, args ...string) *served {
 	t.Helper()
+	return serveUnder(t, dir, nil, args...)
+}
+
+// serveUnder is serve started by launcher (its argv, the CLI's follows).
+func serveUnder(t *testing.T, dir string, launcher []string, args ...string) *served {
+	t.Helper()
 	testutil.RequireUserNS(t)
 	s := &served{sock: filepath.Join(dir, "s.sock"), work: filepath.Join(dir, "work"), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
-	s.cmd = exec.Command(os.Args[0], append([]string{"serve", "--listen", "unix:" + s.sock, "--work-dir", s.work, "--max-concurrent", "2"}, args...)...)
+	argv := append(append(slices.Clip(launcher), os.Args[0], "serve", "--listen", "unix:"+s.sock, "--work-dir", s.work, "--max-concurrent", "2"), args...)
+	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Env = []string{"AIRLOCK_TEST_AS_CLI=1", "PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "TMPDIR=" + dir}
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
@@ -321,5 +329,31 @@ func TestServeMixedLoadThenSIGTERM(t *testing.T) {
 	}
 	if testutil.Exists(s.sock) {
 		t.Error("socket left")
+	}
+}
+
+// A served program starts with every signal at its default and none
+// blocked, whatever the daemon's caller ignored or blocked (here SIGHUP,
+// which Go's runtime keeps ignored, SIGPIPE, SIGUSR1 and SIGWINCH): from
+// the warm pool and cold.
+func TestServedProgramSignalDefaults(t *testing.T) {
+	python := testutil.RequireBinary(t, "python3")
+	launcher := []string{python, "-c", ignoreThen, "1", "13", "b10", "b28", "--"}
+	for name, args := range map[string][]string{"pool": nil, "cold": {"--pool", "0"}} {
+		t.Run(name, func(t *testing.T) {
+			s := serveUnder(t, serveDir(t), launcher, args...)
+			c, err := client.New("unix:"+s.sock, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			res, err := c.Execute(t.Context(), executor.Request{Args: []string{"grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"}})
+			if err != nil || res.Status != "ok" {
+				t.Fatalf("%v %+v\n%s", err, res, s.stderr)
+			}
+			if want := "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"; res.Stdout != want {
+				t.Errorf("the served program's %q, want %q", res.Stdout, want)
+			}
+		})
 	}
 }
