@@ -103,9 +103,13 @@ type Config struct {
 	// default (nsjail.Spec.SetSignals): a CLI passes the dispositions it
 	// was started with, which its runtime's handlers hide from its
 	// children. It also lets a cold sandbox start before the caller's
-	// ProgramGate opens: what the init inherits no longer matters.
+	// ProgramGate opens: what the init inherits no longer matters. With
+	// it, SignalsBlocked are the signals each program starts with
+	// blocked (its signal mask), else the mask a child of this process's
+	// main thread would get.
 	SetSignals     bool
 	SignalsIgnored uint64
+	SignalsBlocked uint64
 	// WorkDir is where workspaces for code, files and sessions are made.
 	// "" = the system temp directory. Put it on a size-limited filesystem
 	// to bound what a program can write there.
@@ -627,7 +631,7 @@ func launchSpec(cfg Config, req Request) (nsjail.Spec, bool) {
 	uid, gid := p.InsideIDs()
 	return nsjail.Spec{InitPath: cfg.InitPath, SpawnPath: cfg.SpawnPath, HostNetwork: p.Network() == policy.NetHost, UID: uid, GID: gid,
 		Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, LimitStreams: req.LimitStreams, OutputLimit: int64(p.MaxOutput), TimerSlack: cfg.TimerSlack,
-		SetSignals: cfg.SetSignals, SignalsIgnored: cfg.SignalsIgnored, Logger: cfg.Logger}, true
+		SetSignals: cfg.SetSignals, SignalsIgnored: cfg.SignalsIgnored, SignalsBlocked: cfg.SignalsBlocked, Logger: cfg.Logger}, true
 }
 
 // Resolve turns a request into the fully resolved jail spec, refusing
@@ -799,6 +803,7 @@ func (e *Executor) baseSpec(req Request, p policy.Policy, rl []nsjail.Rlimit, li
 		TimerSlack:     e.cfg.TimerSlack,
 		SetSignals:     e.cfg.SetSignals,
 		SignalsIgnored: e.cfg.SignalsIgnored,
+		SignalsBlocked: e.cfg.SignalsBlocked,
 		Logger:         e.cfg.Logger,
 	}
 }

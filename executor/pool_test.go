@@ -203,14 +203,14 @@ func TestWarmPoolWaitingReaper(t *testing.T) {
 	spawn := testutil.RequireReaper(t)
 	denyChdir := policy.Default()
 	denyChdir.Seccomp.Rules = []policy.SyscallRule{{Names: []string{"chdir"}, Action: policy.ActErrno, Errno: int(unix.EPERM)}}
-	pid1 := `head -c 18 /proc/1/cmdline | tr '\0' ' '; if cd /tmp 2>/dev/null; then echo " cd"; else echo " no cd"; fi`
+	pid1 := `head -c 20 /proc/1/cmdline | tr '\0' ' '; if cd /tmp 2>/dev/null; then echo " cd"; else echo " no cd"; fi`
 	for _, c := range []struct {
 		name string
 		pol  policy.Policy
 		want string
 	}{
-		{"default", policy.Default(), "airlock-reaper 4 w cd\n"},
-		{"chdir denied", denyChdir, "airlock-reaper 4 0 no cd\n"},
+		{"default", policy.Default(), "airlock-reaper 0 4 w cd\n"},
+		{"chdir denied", denyChdir, "airlock-reaper 0 4 0 no cd\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t), SpawnPath: spawn, Pool: executor.PoolConfig{Size: 1, Policy: c.pol}})
@@ -289,9 +289,9 @@ func TestWarmPoolReuse(t *testing.T) {
 	if recycles {
 		mode = "r"
 	}
-	script := `head -c 18 /proc/1/cmdline | tr '\0' ' '; echo; ls -A /tmp /workspace; set -- /proc/[0-9]*; echo $#
+	script := `head -c 20 /proc/1/cmdline | tr '\0' ' '; echo; ls -A /tmp /workspace; set -- /proc/[0-9]*; echo $#
 		touch /tmp/x /workspace/y; mkdir /workspace/d; chmod 0 /workspace; setsid sleep 100 </dev/null >/dev/null 2>&1 &`
-	want := "airlock-reaper 4 " + mode + "\n/tmp:\n\n/workspace:\n2\n"
+	want := "airlock-reaper 0 4 " + mode + "\n/tmp:\n\n/workspace:\n2\n"
 	for i := range 4 {
 		full()
 		res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", script}, Policy: policy.Default()})

@@ -15,7 +15,8 @@ import (
 
 // With Config.SetSignals the program starts with exactly the signals of
 // SignalsIgnored ignored (SIGCHLD among them: its reaper still reaps it,
-// and a shell's wait returns), on each path a program is started by: a
+// and a shell's wait returns) and those of SignalsBlocked blocked, on
+// each path a program is started by: a
 // sandbox this process forks (the program pid 1, no reaper), one the
 // spawn helper makes, a warm pool's waiting reaper, a reused one, run
 // after run. Without it, the program's are what a child of this process
@@ -24,10 +25,11 @@ func TestSignalDispositions(t *testing.T) {
 	testutil.RequireUserNS(t)
 	pol := policy.Default()
 	pol.Timeout = policy.Duration(time.Minute)
-	read := []string{"/bin/grep", "SigIgn", "/proc/self/status"} // what it inherited
+	read := []string{"/bin/grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"} // what it inherited
 	wait := []string{"/bin/sh", "-c", "sleep 0.05 & wait; echo waited $?"}
 	bit := func(s syscall.Signal) uint64 { return 1 << (s - 1) }
 	set := bit(syscall.SIGCHLD) | bit(syscall.SIGPIPE) | bit(syscall.SIGTERM) | bit(syscall.SIGUSR2) | bit(syscall.SIGHUP) | bit(40)
+	blocked := bit(syscall.SIGUSR1) | bit(syscall.SIGWINCH) | bit(syscall.SIGTERM) | bit(45)
 	b, err := exec.Command(read[0], read[1:]...).Output()
 	if err != nil {
 		t.Fatal(err)
@@ -39,10 +41,10 @@ func TestSignalDispositions(t *testing.T) {
 			want := own
 			if setSignals {
 				sub = name + "/set"
-				want = "SigIgn:\t0000008000015801\n"
+				want = "SigBlk:\t0000100008004200\nSigIgn:\t0000008000015801\n"
 			}
 			t.Run(sub, func(t *testing.T) {
-				cfg.SetSignals, cfg.SignalsIgnored = setSignals, set
+				cfg.SetSignals, cfg.SignalsIgnored, cfg.SignalsBlocked = setSignals, set, blocked
 				cfg.WorkDir = testutil.WorldReadableDir(t)
 				ex, err := executor.New(cfg)
 				if err != nil {

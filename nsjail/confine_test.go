@@ -47,7 +47,7 @@ func TestPidNamespaceHidesHost(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	want, ppid := "/bin/sh -c", "0"
 	if testutil.SpawnPath() != "" {
-		want, ppid = "airlock-reaper 4 0 /bin/sh /bin/sh -c", "1"
+		want, ppid = "airlock-reaper 0 4 0 /bin/sh /bin/sh -c", "1"
 	}
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], want) || lines[1] != ppid {
 		t.Errorf("pid 1 and the program's parent are %q, want %q and %s", lines, want, ppid)

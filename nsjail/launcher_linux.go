@@ -201,7 +201,8 @@ func newSandbox(spec *Spec) *Sandbox {
 
 func initConfigFor(spec *Spec) initConfig {
 	return initConfig{Hostname: or(spec.Hostname, "airlock"), NetNS: !spec.HostNetwork, Plan: spec.Plan, Staging: stagingDir, Process: spec.Process, Landlock: spec.Landlock, EgressPort: spec.EgressPort,
-		TimerSlack: programTimerSlack(spec.TimerSlack), SetSignals: spec.SetSignals, SignalsIgnored: spec.SignalsIgnored}
+		TimerSlack: programTimerSlack(spec.TimerSlack), SetSignals: spec.SetSignals, SignalsIgnored: spec.SignalsIgnored,
+		SignalsBlocked: spec.SignalsBlocked}
 }
 
 // programTimerSlack is the timer slack the program starts with: slack,

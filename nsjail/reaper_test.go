@@ -112,12 +112,12 @@ func TestReaperTree(t *testing.T) {
 // them: a bound on its modes' arguments must not reach them).
 func TestReaperManyArgs(t *testing.T) {
 	testutil.RequireReaper(t)
-	args := []string{"/bin/sh", "-c", `echo $# "$@"; head -c 16 /proc/1/cmdline | tr '\0' ' '`, "sh"}
+	args := []string{"/bin/sh", "-c", `echo $# "$@"; head -c 18 /proc/1/cmdline | tr '\0' ' '`, "sh"}
 	for i := range 40 {
 		args = append(args, strconv.Itoa(i))
 	}
 	res := testutil.Run(t, args, nil)
-	want := "40 " + strings.Join(args[4:], " ") + "\nairlock-reaper 4"
+	want := "40 " + strings.Join(args[4:], " ") + "\nairlock-reaper 0 4"
 	if res.Status != nsjail.StatusOK || res.Stdout != want {
 		t.Fatalf("got %s %q, want %q", res.Status, res.Stdout, want)
 	}

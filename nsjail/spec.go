@@ -182,9 +182,13 @@ type Spec struct {
 	// ignored where they were at its start and it has registered no
 	// handler for them (when the init was started), SIGTSTP, SIGTTIN and
 	// SIGTTOU as the supervisor got them, every other signal at its
-	// default.
+	// default. With SetSignals, SignalsBlocked is the program's signal
+	// mask (the init sets it on its exec thread, the reaper passes it on);
+	// without, the program gets the mask of the init's main thread: what
+	// a child of the supervisor's main thread would get from Go.
 	SetSignals     bool
 	SignalsIgnored uint64
+	SignalsBlocked uint64
 	// Logger receives lifecycle events (never payload data). nil = none.
 	Logger *slog.Logger
 }

@@ -81,7 +81,7 @@ func TestWaitingReaper(t *testing.T) {
 		p    policy.Policy
 	}
 	cases := map[string]tc{
-		"env, dir, rlimits": {args: []string{"/bin/sh", "-c", `echo "$FOO|$PATH|$(pwd)|$(ulimit -n)|$(ulimit -c)"; head -c 18 /proc/1/cmdline | tr '\0' ' '`},
+		"env, dir, rlimits": {args: []string{"/bin/sh", "-c", `echo "$FOO|$PATH|$(pwd)|$(ulimit -n)|$(ulimit -c)"; head -c 20 /proc/1/cmdline | tr '\0' ' '`},
 			mod: func(s *nsjail.Spec) {
 				s.Env, s.Dir = append(s.Env, "FOO=bar baz"), "/tmp"
 				s.Rlimits = append(s.Rlimits, nsjail.Rlimit{Resource: unix.RLIMIT_NOFILE, Cur: 77, Max: 77})
@@ -139,10 +139,10 @@ func TestWaitingReaper(t *testing.T) {
 			warm := outcome(prep.Run(t.Context(), s))
 			if name == "env, dir, rlimits" {
 				// The one difference: pid 1's command line.
-				if !strings.Contains(warm, `bar baz|/usr/local/bin:/usr/bin:/bin|/tmp|77|0\nairlock-reaper 4 w"`) {
+				if !strings.Contains(warm, `bar baz|/usr/local/bin:/usr/bin:/bin|/tmp|77|0\nairlock-reaper 0 4 w"`) {
 					t.Errorf("the program's environment, directory or rlimits, or pid 1: %s", warm)
 				}
-				warm = strings.Replace(warm, "airlock-reaper 4 w", "airlock-reaper 4 0", 1)
+				warm = strings.Replace(warm, "airlock-reaper 0 4 w", "airlock-reaper 0 4 0", 1)
 			}
 			if warm != cold {
 				t.Errorf("waiting reaper: %s\ncold:           %s", warm, cold)

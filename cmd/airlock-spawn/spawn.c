@@ -130,6 +130,20 @@ static long num(const char *s) {
 	return neg ? -n : n;
 }
 
+// hexnum parses s, 1 to 16 lowercase hex digits, into *v.
+static int hexnum(const char *s, unsigned long *v) {
+	unsigned long n = 0;
+	int i = 0;
+	for (; s[i]; i++) {
+		char c = s[i];
+		if (i == 16 || !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return 0;
+		n = n << 4 | (unsigned long)(c <= '9' ? c - '0' : c - 'a' + 10);
+	}
+	*v = n;
+	return i > 0;
+}
+
 static char *put(char *p, const char *s) {
 	while (*s)
 		*p++ = *s++;
@@ -279,7 +293,7 @@ struct clone_args3 {
 	__u64 flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup;
 };
 
-// The reaper: argv {"airlock-reaper", STATUSFD, TTY, PATH, ARG0, ARGS...}, the
+// The reaper: argv {"airlock-reaper", MASK, STATUSFD, TTY, PATH, ARG0, ARGS...}, the
 // program's environment. The sandbox's init execs it (through the fd the
 // supervisor gave it) as the sandbox's pid 1, with the program's filter,
 // limits and working directory in force, no capability and no_new_privs;
@@ -288,14 +302,15 @@ struct clone_args3 {
 // whose default-action signals the kernel drops, and behaves as bare.
 // It arrives with the forwarded signals and SIGCHLD blocked (the init
 // blocked them: one sent during the exec waits), and takes them with
-// sigtimedwait: no handlers. It forwards each signal to the program's
+// sigtimedwait: no handlers. MASK, in hex, is the program's signal mask:
+// the init's before it blocked them (jailinit's blockForwarded). It forwards each signal to the program's
 // process group (the program leads a session of its own), reaps every
 // process that ends, and reports on STATUSFD in the init's status form
 // (internal/jailinit/wire.go, version 7): {started} once the program was exec'd, or
 // {stage "exec", errno} if it could not be; {ended, wait status} when it
 // ends, and then exits. Single-threaded, about ten KiB resident.
 //
-// The waiting reaper: argv {"airlock-reaper", STATUSFD, "w", PROGFD}, no
+// The waiting reaper: argv {"airlock-reaper", MASK, STATUSFD, "w", PROGFD}, no
 // environment. A warm pool's prepared sandbox execs it before its request
 // arrives (initConfig.ReaperWaits), with the pool's filter loaded, so that
 // a request skips the filter's load and this exec. It reads the program
@@ -333,7 +348,7 @@ static unsigned char *wstr(unsigned char *p, const char *s, unsigned long max) {
 	return p;
 }
 
-#define WIRE_VERSION 9
+#define WIRE_VERSION 10
 
 // What a status message reports (one of them): a failed stage, the
 // waiting reaper set up ("prepared"), the program exec'd ("started"), or
@@ -562,7 +577,7 @@ static long lookexec(char **argv, char **envp) {
 	}
 }
 
-// Recycling (argv {"airlock-reaper", STATUSFD, "r", PROGFD, DIR...}): a
+// Recycling (argv {"airlock-reaper", MASK, STATUSFD, "r", PROGFD, DIR...}): a
 // waiting reaper that serves one run after another (nsjail.Spec.Recycle).
 // Each run's stdin, stdout and stderr arrive as three fds (SCM_RIGHTS) on
 // STATUSFD, then its program on PROGFD (framed: the pipe stays open).
@@ -858,6 +873,11 @@ static void ignoreChld(int ignored) {
 }
 
 static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp) {
+	// MASK first; the rest as before it was added (argv[1] the status fd).
+	unsigned long mask = 0;
+	if (argc < 2 || !hexnum(argv[1], &mask))
+		quit(126);
+	argc--, argv++;
 	int recycle = argc >= 4 && equal(argv[2], "r");
 	int waits = recycle || (argc == 4 && equal(argv[2], "w"));
 	long fd = argc >= 4 ? num(argv[1]) : -1, tty = waits ? 0 : argc >= 5 ? num(argv[2]) : -1;
@@ -865,17 +885,20 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 	if (fd < 3 || fd > 65535 || tty < 0 || tty > 1 || (waits && (progfd < 3 || progfd > 65535 || progfd == fd)) || (recycle && argc > 4 + MAXWIPE))
 		quit(126);
 	int st = (int)fd;
-	unsigned long set = forwardedSigs | BIT(SIGCHLD), none = 0;
-	sys6(__NR_rt_sigprocmask, SIG_BLOCK, (long)&set, 0, sizeof set, 0, 0);
+	// Ours are the signals we forward and SIGCHLD, taken with sigtimedwait;
+	// the program's are MASK (its caller's, where the supervisor set them:
+	// nsjail.Spec.SetSignals).
+	unsigned long set = forwardedSigs | BIT(SIGCHLD);
+	sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&set, 0, sizeof set, 0, 0);
 	// SIGCHLD as the init left it is the program's (its caller's, where
 	// the supervisor set the dispositions: nsjail.Spec.SetSignals), but
 	// ours must be the default: ignored, the kernel would reap the program
 	// itself and send no SIGCHLD, and we would wait for it forever. The
 	// child ignores it again before its exec.
 	struct ksigaction dfl = {0}, old = {0};
-	int chldIgnored = sys6(__NR_rt_sigaction, SIGCHLD, 0, (long)&old, sizeof set, 0, 0) == 0 && old.handler == 1;
+	int chldIgnored = sys6(__NR_rt_sigaction, SIGCHLD, 0, (long)&old, sizeof old.mask, 0, 0) == 0 && old.handler == 1;
 	if (chldIgnored)
-		sys6(__NR_rt_sigaction, SIGCHLD, (long)&dfl, 0, sizeof set, 0, 0);
+		sys6(__NR_rt_sigaction, SIGCHLD, (long)&dfl, 0, sizeof dfl.mask, 0, 0);
 	// Not dumpable: the program, our child with the same ids, can neither
 	// ptrace us nor reach our memory or fds through /proc/1.
 	long r = SYS(__NR_prctl, PR_SET_DUMPABLE, 0, 0);
@@ -928,8 +951,8 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 		long child = SYS(__NR_clone, SIGCHLD, 0, 0); // a fork
 		if (child == 0) {
 			// The program: a session of its own (with its terminal, a pty of
-			// its own, never the caller's: --tty, as its controlling one), no
-			// blocked signal.
+			// its own, never the caller's: --tty, as its controlling one), its
+			// signal mask (MASK).
 			SYS(__NR_setsid, 0, 0, 0);
 			if (waits) {
 				// Recycling: the run's own streams (the originals are
@@ -942,13 +965,13 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 						childFail(errp[1], CHILD_SETRLIMIT, r);
 				if ((r = SYS(__NR_chdir, pg.dir, 0, 0)) < 0)
 					childFail(errp[1], CHILD_CHDIR, r);
-				sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof none, 0, 0);
+				sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, sizeof mask, 0, 0);
 				ignoreChld(chldIgnored);
 				childFail(errp[1], CHILD_EXEC, lookexec(pg.argv, pg.envp));
 			}
 			if (tty && (r = SYS(__NR_ioctl, 0, TIOCSCTTY, 0)) < 0)
 				childFail(errp[1], CHILD_EXEC, r);
-			sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof none, 0, 0);
+			sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, sizeof mask, 0, 0);
 			ignoreChld(chldIgnored);
 			childFail(errp[1], CHILD_EXEC, SYS(__NR_execve, argv[3], argv + 4, envp));
 		}

@@ -14,7 +14,7 @@
 //   - it records which signals its caller left ignored, in ignoredProbe
 //     (bit n-1 for signal n; sigProbed set), before the runtime installs
 //     its handlers on most of them, which its children would see at the
-//     default (signals.go);
+//     default, and which it left blocked, in blockedProbe (signals.go);
 //   - it gives the runtime its start vector with GOMAXPROCS=1 appended to
 //     the environment, unless its caller set one (internal/entryvec), and
 //     records in maxprocsSet that it did.
@@ -63,6 +63,12 @@ next:
 	CMPQ	R12, $65
 	JLT	probe
 	MOVQ	R13, ·ignoredProbe(SB)
+	MOVQ	$14, AX // SYS_rt_sigprocmask
+	XORQ	DI, DI  // SIG_BLOCK: no change, with no new set
+	XORQ	SI, SI
+	LEAQ	·blockedProbe(SB), DX
+	MOVQ	$8, R10 // the size of a set of signals
+	SYSCALL
 	MOVQ	$1, ·sigProbed(SB)
 	MOVQ	SP, DI
 	CALL	airlock_entryvec(SB) // writes below SP-64 only, its return address above

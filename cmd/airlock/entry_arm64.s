@@ -45,6 +45,12 @@ next:
 	CMP	$65, R20
 	BLT	probe
 	MOVD	R21, ·ignoredProbe(SB)
+	MOVD	$0, R0 // SIG_BLOCK: no change, with no new set
+	MOVD	$0, R1
+	MOVD	$·blockedProbe(SB), R2
+	MOVD	$8, R3 // the size of a set of signals
+	MOVD	$135, R8 // SYS_rt_sigprocmask
+	SVC
 	MOVD	$1, R0
 	MOVD	R0, ·sigProbed(SB)
 	MOVD	RSP, R0

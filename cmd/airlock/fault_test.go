@@ -218,7 +218,7 @@ var faults = []fault{
 	{name: "write/gid_map", inj: []inject{errInj("write", "EINVAL", "gid_map>")}, stage: "namespaces"},
 	{name: "execve/init", inj: []inject{{syscall: "execve", errno: "EACCES", path: "/proc/self/exe", when: 1}}, stage: "fork/exec /proc/self/exe"},
 	// The spec pipe's messages as strace prints them (wire.go): the wire
-	// version (9, which strace shows as \t), then the hostname; the program's first argument. The
+	// version (10, which strace shows as \n), then the hostname; the program's first argument. The
 	// init's reports likewise: the version, then ready, prepared and
 	// listener (one byte each), the stage, errno and message. The spec and
 	// program writes are the first two writes of a fresh thread, which
@@ -226,7 +226,7 @@ var faults = []fault{
 	// forked) beat to the same per-thread ordinal in some modes: then they
 	// are skipped as not injectable, and nsjail TestSendToDeadInit covers
 	// both without strace.
-	{name: "write/spec", inj: []inject{errInj("write", "EPIPE", `\t\7airlock\1`)}, stage: "send spec"},
+	{name: "write/spec", inj: []inject{errInj("write", "EPIPE", `\n\7airlock\1`)}, stage: "send spec"},
 	{name: "write/program", inj: []inject{errInj("write", "EPIPE", `\7python3\2-I`)}, stage: "send program"},
 	// The init: the jail (initConfig).
 	{name: "read/spec", inj: []inject{errInj("read", "EIO", "(3<pipe:")}, stage: "read spec"},
@@ -261,10 +261,11 @@ var faults = []fault{
 	{name: "ioctl/lo-get", inj: []inject{errInj("ioctl", "ENODEV", "SIOCGIFFLAGS")}, stage: "loopback up"},
 	{name: "ioctl/lo-up", inj: []inject{errInj("ioctl", "EPERM", "SIOCSIFFLAGS")}, stage: "loopback up"},
 	// The program part (programConfig), once placed in the cgroup.
-	{name: "write/prepared", inj: []inject{errInj("write", "EPIPE", `"\t\0\1\0\0\0\0`)}, stage: "report prepared"},
-	{name: "read/program", inj: []inject{{syscall: "read", errno: "EIO", match: "(3<pipe:", after: `"\t\0\1\0\0\0\0`}}, stage: "read program"},
-	{name: "rt_sigaction/dispositions", inj: []inject{{syscall: "rt_sigaction", errno: "EINVAL", match: "SIGTTOU, {sa_handler=SIG_DFL", after: `"\t\0\1\0\0\0\0`}}, stage: "signal dispositions"},
-	{name: "prctl/timerslack", inj: []inject{{syscall: "prctl", errno: "EINVAL", match: "PR_SET_TIMERSLACK", after: `"\t\0\1\0\0\0\0`}}, stage: "timer slack"},
+	{name: "write/prepared", inj: []inject{errInj("write", "EPIPE", `"\n\0\1\0\0\0\0`)}, stage: "report prepared"},
+	{name: "read/program", inj: []inject{{syscall: "read", errno: "EIO", match: "(3<pipe:", after: `"\n\0\1\0\0\0\0`}}, stage: "read program"},
+	{name: "rt_sigaction/dispositions", inj: []inject{{syscall: "rt_sigaction", errno: "EINVAL", match: "SIGTTOU, {sa_handler=SIG_DFL", after: `"\n\0\1\0\0\0\0`}}, stage: "signal dispositions"},
+	{name: "rt_sigprocmask/mask", inj: []inject{{syscall: "rt_sigprocmask", errno: "EINVAL", match: "SIG_SETMASK, [", after: "SIGTTOU, {sa_handler=SIG_DFL"}}, stage: "signal mask"},
+	{name: "prctl/timerslack", inj: []inject{{syscall: "prctl", errno: "EINVAL", match: "PR_SET_TIMERSLACK", after: `"\n\0\1\0\0\0\0`}}, stage: "timer slack"},
 	{name: "unshare/cgroupns", inj: []inject{errInj("unshare", "EPERM", "CLONE_NEWCGROUP")}, stage: "unshare cgroup"},
 	{name: "prlimit64/nofile", inj: []inject{errInj("prlimit64", "EPERM", "RLIMIT_NOFILE, {rlim_cur=1024")}, stage: "setrlimit"},
 	{name: "prlimit64/fsize", inj: []inject{errInj("prlimit64", "EINVAL", "RLIMIT_FSIZE, {")}, stage: "setrlimit"},
@@ -293,7 +294,7 @@ var faults = []fault{
 	{name: "landlock/add-rule", inj: []inject{errInj("landlock_add_rule", "EINVAL", "")}, stage: "landlock"},
 	{name: "landlock/restrict", inj: []inject{errInj("landlock_restrict_self", "EPERM", "")}, stage: "landlock"},
 	// The ready report, with the seccomp listener (one sendmsg).
-	{name: "sendmsg/ready", inj: []inject{errInj("sendmsg", "EPIPE", `"\t\1\0\1\0\0\0`)}, stage: "report ready"},
+	{name: "sendmsg/ready", inj: []inject{errInj("sendmsg", "EPIPE", `"\n\1\0\1\0\0\0`)}, stage: "report ready"},
 	// The CLI's own probe for user notification may be the same ordinal
 	// on its thread: then the filter kills without naming; still a filter.
 	{name: "seccomp/load", inj: []inject{seccompLoad("EPERM")}, stage: "seccomp"},

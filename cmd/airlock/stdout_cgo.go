@@ -4,6 +4,7 @@ package main
 
 /*
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -18,6 +19,10 @@ static int stdout_closed;
 // them from its children (signals.go).
 static unsigned long long ignored_signals;
 
+// blocked_signals: the signals the caller left blocked, read before Go's
+// runtime unblocks those it needs on the main thread.
+static unsigned long long blocked_signals;
+
 struct airlock_ksigaction {
 	unsigned long handler, flags, restorer, mask;
 };
@@ -29,10 +34,12 @@ __attribute__((constructor)) static void airlock_check_stdout(void) {
 		if (syscall(SYS_rt_sigaction, sig, 0, &old, sizeof old.mask) == 0 && old.handler == 1)
 			ignored_signals |= 1ULL << (sig - 1);
 	}
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, 0, &blocked_signals, sizeof blocked_signals);
 }
 
 static int airlock_stdout_closed(void) { return stdout_closed; }
 static unsigned long long airlock_ignored_signals(void) { return ignored_signals; }
+static unsigned long long airlock_blocked_signals(void) { return blocked_signals; }
 */
 import "C"
 
@@ -45,6 +52,8 @@ func stdoutClosedAtStart() bool { return C.airlock_stdout_closed() != 0 }
 // slack is its caller's (timerslack.go).
 func entryTimerSlack() uint64 { return 0 }
 
-// entryIgnoredSignals is the set the constructor read (always: it runs
-// in every cgo build).
-func entryIgnoredSignals() (uint64, bool) { return uint64(C.airlock_ignored_signals()), true }
+// entrySignals are the ignored and the blocked signals the constructor
+// read (always: it runs in every cgo build).
+func entrySignals() (ignored, blocked uint64, ok bool) {
+	return uint64(C.airlock_ignored_signals()), uint64(C.airlock_blocked_signals()), true
+}

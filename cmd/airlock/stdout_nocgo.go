@@ -25,10 +25,12 @@ var slackProbe int64 = probeUnset
 
 // ignoredProbe is the set of signals airlock's caller left ignored (bit
 // n-1 for signal n), as _rt0_airlock read them with rt_sigaction before
-// Go's runtime started; sigProbed is 1 once it did. sigBuf receives each
+// Go's runtime started, and blockedProbe those it left blocked, read
+// with rt_sigprocmask; sigProbed is 1 once it did. sigBuf receives each
 // old action (the kernel's struct sigaction: handler first).
 var (
 	ignoredProbe uint64
+	blockedProbe uint64
 	sigProbed    int64
 	//lint:ignore U1000 written by _rt0_airlock (entry_*.s) only
 	sigBuf [4]uint64
@@ -53,8 +55,11 @@ func dropEntryEnv() bool {
 	return true
 }
 
-// entryIgnoredSignals is the set the entry read, and whether it did.
-func entryIgnoredSignals() (uint64, bool) { return ignoredProbe, sigProbed == 1 }
+// entrySignals are the ignored and the blocked signals the entry read,
+// and whether it did.
+func entrySignals() (ignored, blocked uint64, ok bool) {
+	return ignoredProbe, blockedProbe, sigProbed == 1
+}
 
 // entryTimerSlack is the caller's timer slack the entry recorded when it
 // raised the CLI's own, or 0 where it did neither.

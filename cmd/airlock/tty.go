@@ -54,9 +54,9 @@ func (f *runFlags) run(req executor.Request, o *reporter) int {
 		return o.fail(policy.Invalid("--tty", "cannot be combined with --json: a terminal's output is relayed, not captured"))
 	}
 	cfg := cliConfig(cacheDir())
-	// The program's signal dispositions are the ones this process was
-	// started with (signals.go).
-	cfg.SignalsIgnored, cfg.SetSignals = entryIgnoredSignals()
+	// The program's signal dispositions and mask are the ones this
+	// process was started with (signals.go).
+	cfg.SignalsIgnored, cfg.SignalsBlocked, cfg.SetSignals = entrySignals()
 	o.streams(&req, f.given("max-output") && !f.tty) // a terminal's output is relayed whole
 	if !f.tty {
 		// The sandbox's init started as this process did (early), or it

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/internal/bpfprog"
+	"github.com/airlock-sandbox/airlock/internal/launchabi"
 	"github.com/airlock-sandbox/airlock/rootfs"
 	"golang.org/x/sys/unix"
 )
@@ -177,10 +178,15 @@ func runInit(started int64) error {
 			return err
 		}
 	}
-	// The program's signal dispositions, its caller's (signals_linux.go):
-	// before the filter, which need not allow rt_sigaction.
+	// The program's signal dispositions and mask, its caller's
+	// (signals_linux.go): before the filter, which need not allow
+	// rt_sigaction or rt_sigprocmask. The mask is this thread's, the one
+	// that execs (locked in Init); the reaper passes it on.
 	if cfg.SetSignals {
 		if err := stage("signal dispositions", setSignals(cfg.SignalsIgnored)); err != nil {
+			return err
+		}
+		if err := stage("signal mask", launchabi.SetBlocked(cfg.SignalsBlocked)); err != nil {
 			return err
 		}
 	}

@@ -132,9 +132,11 @@ type initConfig struct {
 	TimerSlack uint64
 	// SetSignals: the init sets SignalsIgnored (bit n-1 for signal n) to
 	// SIG_IGN and every other signal to SIG_DFL just before its exec
-	// (nsjail.Spec.SetSignals).
+	// (nsjail.Spec.SetSignals), and SignalsBlocked as its exec thread's
+	// signal mask, which the reaper passes on to the program.
 	SetSignals     bool
 	SignalsIgnored uint64
+	SignalsBlocked uint64
 }
 
 // programConfig is the part of the spec applied just before exec: what

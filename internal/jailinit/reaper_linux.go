@@ -57,7 +57,8 @@ func execWaitingReaper(reaperFD int, recycle []string) error {
 	if reaperFD < 0 {
 		return stage("exec reaper", errors.New("a waiting reaper without a reaper"))
 	}
-	if err := blockForwarded(); err != nil {
+	mask, err := blockForwarded()
+	if err != nil {
 		return stage("exec reaper", err)
 	}
 	for _, fd := range []int{statusFD, specFD} {
@@ -65,28 +66,35 @@ func execWaitingReaper(reaperFD int, recycle []string) error {
 			return stage("exec reaper", err)
 		}
 	}
-	argv := []string{"airlock-reaper", strconv.Itoa(statusFD), "w", strconv.Itoa(specFD)}
+	argv := []string{"airlock-reaper", mask, strconv.Itoa(statusFD), "w", strconv.Itoa(specFD)}
 	if recycle != nil {
-		argv = append(argv[:2], append([]string{"r", strconv.Itoa(specFD)}, recycle...)...)
+		argv = append(argv[:3], append([]string{"r", strconv.Itoa(specFD)}, recycle...)...)
 	}
 	return stage("exec reaper", unix.Exec("/proc/self/fd/"+strconv.Itoa(reaperFD), argv, nil))
 }
 
 // blockForwarded blocks the forwarded signals (and SIGCHLD) on this
-// thread, which execs the reaper: one sent meanwhile waits for it.
-func blockForwarded() error {
-	var set unix.Sigset_t
+// thread, which execs the reaper: one sent meanwhile waits for it. It
+// returns the mask before, in hex, which the reaper gives the program
+// (its first argument): its caller's where the init set it
+// (initConfig.SetSignals), else this thread's as the init inherited it.
+func blockForwarded() (string, error) {
+	var set, old unix.Sigset_t
 	for _, s := range forwardedSigs {
 		set.Val[(s-1)/64] |= 1 << ((uint(s) - 1) % 64)
 	}
-	return unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil)
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, &old); err != nil {
+		return "", err
+	}
+	return strconv.FormatUint(uint64(old.Val[0]), 16), nil
 }
 
 // execReaper execs the reaper from reaperFD with the status socket; the
 // reaper starts the program argv0 (and reports "started", or why not).
 // It returns only on failure.
 func execReaper(argv0 string, prog *programConfig, reaperFD int) error {
-	if err := blockForwarded(); err != nil {
+	mask, err := blockForwarded()
+	if err != nil {
 		return stage("exec reaper", err)
 	}
 	if _, err := unix.FcntlInt(statusFD, unix.F_SETFD, 0); err != nil {
@@ -97,6 +105,6 @@ func execReaper(argv0 string, prog *programConfig, reaperFD int) error {
 	if prog.TTY {
 		tty = "1"
 	}
-	argv := append([]string{"airlock-reaper", strconv.Itoa(statusFD), tty, argv0}, prog.Args...)
+	argv := append([]string{"airlock-reaper", mask, strconv.Itoa(statusFD), tty, argv0}, prog.Args...)
 	return stage("exec reaper", unix.Exec("/proc/self/fd/"+strconv.Itoa(reaperFD), argv, prog.Env))
 }

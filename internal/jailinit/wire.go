@@ -39,8 +39,9 @@ import (
 // program in programConfig's form: cmd/airlock-spawn decodes it too).
 // Version 8: initConfig.Recycle (and the reaper's "ended" may be
 // "prepared" too: recycled). Version 9: initConfig.TimerSlack, SetSignals
-// and SignalsIgnored.
-const wireVersion = 9
+// and SignalsIgnored. Version 10: initConfig.SignalsBlocked (and the
+// reaper passes its inherited signal mask on to the program).
+const wireVersion = 10
 
 // writeMsg sends one message: header and payload in a single write.
 func writeMsg(w io.Writer, payload []byte) error {
@@ -247,6 +248,7 @@ func (c *initConfig) marshal() []byte {
 	e.uint(c.TimerSlack)
 	e.bool(c.SetSignals)
 	e.uint(c.SignalsIgnored)
+	e.uint(c.SignalsBlocked)
 	return e.b
 }
 
@@ -277,6 +279,7 @@ func (c *initConfig) unmarshal(b []byte) error {
 	c.TimerSlack = d.uint()
 	c.SetSignals = d.bool()
 	c.SignalsIgnored = d.uint()
+	c.SignalsBlocked = d.uint()
 	return d.end()
 }
 

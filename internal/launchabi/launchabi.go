@@ -4,7 +4,7 @@
 // (internal/jailinit), its supervisor (nsjail) and the CLI's launch at
 // its process start (cmd/airlock/internal/early), which runs while Go
 // initializes the CLI's packages, before nsjail's: so it imports nothing
-// but strconv and syscall, and has no initializer of its own.
+// but strconv, syscall and unsafe, and has no initializer of its own.
 package launchabi
 
 const (
