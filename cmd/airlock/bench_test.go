@@ -59,8 +59,11 @@ type benchRow struct {
 	key  string // metric prefix: no spaces
 	// run runs the payload once in the sandbox and fails unless it exits 0.
 	run func(ctx context.Context, payload []string) error
-	// before, if set, runs untimed before each timed run.
-	before func()
+	// before, if set, runs untimed before each timed run; after, untimed
+	// after each timed run and each throughput chunk: the warm pool's wait
+	// for its refill, which would otherwise run on the two cores during
+	// the next row's runs (an `airlock run` or a bare one).
+	before, after func()
 	// unavailable says why the row is not measured ("" = measured).
 	unavailable string
 	// required rows fail the benchmark when they fail (bare and airlock);
@@ -314,8 +317,9 @@ func BenchmarkColdStart(b *testing.B) {
 	// The library path, in this process: executor.Execute cold, and from
 	// a warm pool (sandboxes prepared ahead; before each timed warm run
 	// the pool is full and done refilling, as in a daemon between
-	// requests; in the throughput part it refills only as fast as it can
-	// prepare, and runs that find it empty are cold).
+	// requests, and the next row starts once it is full again; in the
+	// throughput part it refills only as fast as it can prepare, and runs
+	// that find it empty are cold).
 	work := testutil.WorldReadableDir(b)
 	coldEx, err := executor.New(executor.Config{WorkDir: work})
 	if err != nil {
@@ -362,6 +366,7 @@ func BenchmarkColdStart(b *testing.B) {
 	rows[len(rows)-1].before = func() {
 		testutil.WaitFor(time.Minute, func() bool { return warmEx.PoolStats().Ready == poolSize })
 	}
+	rows[len(rows)-1].after = rows[len(rows)-1].before
 	rows[len(rows)-1].required = true
 
 	ctx := b.Context()
@@ -398,6 +403,9 @@ func BenchmarkColdStart(b *testing.B) {
 				t := time.Now()
 				err := runOnce(ctx, r, p.argv)
 				d := time.Since(t)
+				if r.after != nil {
+					r.after()
+				}
 				if r.fail(b, err) {
 					continue
 				}
@@ -414,6 +422,9 @@ func BenchmarkColdStart(b *testing.B) {
 		for j := range live {
 			if r := live[(c+j)%len(live)]; r.failed == "" {
 				r.fail(b, throughput(ctx, r, n))
+				if r.after != nil {
+					r.after()
+				}
 			}
 		}
 	}
