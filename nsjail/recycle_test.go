@@ -127,6 +127,7 @@ func TestRecycledSandbox(t *testing.T) {
 	if res.MemoryPeakBytes < 60<<20 || res.CPUTimeMS < 20 {
 		t.Fatalf("first run's usage: peak %d, cpu %d ms", res.MemoryPeakBytes, res.CPUTimeMS)
 	}
+	firstCPU := res.CPUTimeMS
 	if !p.Reusable() {
 		t.Fatal("a run that exited on its own left the sandbox unusable")
 	}
@@ -139,8 +140,10 @@ func TestRecycledSandbox(t *testing.T) {
 	if res.Status != nsjail.StatusOK || res.Stdout != want {
 		t.Fatalf("second run saw what the first left:\n%q\nwant\n%q\n(%+v)", res.Stdout, want, res)
 	}
-	if res.MemoryPeakBytes >= 32<<20 || res.CPUTimeMS >= 20 {
-		t.Fatalf("second run's usage counts the first's: peak %d, cpu %d ms", res.MemoryPeakBytes, res.CPUTimeMS)
+	// Its own CPU is a shell's, ls's and stat's: 23 ms on a loaded PVM
+	// guest (run39); counting the first run's would include dd's.
+	if res.MemoryPeakBytes >= 32<<20 || res.CPUTimeMS >= max(20, firstCPU/2) {
+		t.Fatalf("second run's usage counts the first's: peak %d, cpu %d ms (the first's %d)", res.MemoryPeakBytes, res.CPUTimeMS, firstCPU)
 	}
 	if p.Pid() != pid || p.Runs() != 2 || res.Enforced.SandboxRun != 2 {
 		t.Fatalf("pid 1 %d (was %d), runs %d, enforced.sandbox_run %d", p.Pid(), pid, p.Runs(), res.Enforced.SandboxRun)

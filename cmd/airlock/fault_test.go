@@ -264,7 +264,10 @@ var faults = []fault{
 	{name: "write/prepared", inj: []inject{errInj("write", "EPIPE", `"\n\0\1\0\0\0\0`)}, stage: "report prepared"},
 	{name: "read/program", inj: []inject{{syscall: "read", errno: "EIO", match: "(3<pipe:", after: `"\n\0\1\0\0\0\0`}}, stage: "read program"},
 	{name: "rt_sigaction/dispositions", inj: []inject{{syscall: "rt_sigaction", errno: "EINVAL", match: "SIGTTOU, {sa_handler=SIG_DFL", after: `"\n\0\1\0\0\0\0`}}, stage: "signal dispositions"},
-	{name: "rt_sigprocmask/mask", inj: []inject{{syscall: "rt_sigprocmask", errno: "EINVAL", match: "SIG_SETMASK, [", after: "SIGTTOU, {sa_handler=SIG_DFL"}}, stage: "signal mask"},
+	// (The init's rt_sigprocmask for the program's mask, stage "signal
+	// mask", has no case: Go's runtime makes a varying number of its own
+	// on the same thread as it starts threads, so the call's ordinal, which
+	// strace's when= needs, moves between runs: run39 hit one of those.)
 	{name: "prctl/timerslack", inj: []inject{{syscall: "prctl", errno: "EINVAL", match: "PR_SET_TIMERSLACK", after: `"\n\0\1\0\0\0\0`}}, stage: "timer slack"},
 	{name: "unshare/cgroupns", inj: []inject{errInj("unshare", "EPERM", "CLONE_NEWCGROUP")}, stage: "unshare cgroup"},
 	{name: "prlimit64/nofile", inj: []inject{errInj("prlimit64", "EPERM", "RLIMIT_NOFILE, {rlim_cur=1024")}, stage: "setrlimit"},
