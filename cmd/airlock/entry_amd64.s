@@ -4,7 +4,9 @@
 
 // _rt0_airlock is the CLI's ELF entry where scripts/build links it with
 // -E _rt0_airlock (a build without cgo), before Go's runtime starts:
-//   - it records fcntl(1, F_GETFD) in stdoutProbe (stdout_nocgo.go),
+//   - it maps the binary's image ahead (internal/prefault), which saves
+//     the runtime's page faults on it;
+//   - it records fcntl(1, F_GETFD) in stdoutProbe (entry_nocgo.go),
 //     before checkfds opens /dev/null at a closed fd 1;
 //   - it records the caller's timer slack, prctl(PR_GET_TIMERSLACK), in
 //     slackProbe, and raises the main thread's to 1 ms
@@ -23,6 +25,7 @@
 // airlock_entryvec clobber AX, CX, DX, DI, SI, R8 to R13, which the runtime's
 // entry does not read).
 TEXT _rt0_airlock(SB),NOSPLIT|NOFRAME,$0
+	CALL	airlock_prefault(SB) // internal/prefault: its image mapped ahead
 	MOVQ	$72, AX // SYS_fcntl
 	MOVQ	$1, DI  // fd 1
 	MOVQ	$1, SI  // F_GETFD

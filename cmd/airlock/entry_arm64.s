@@ -6,6 +6,7 @@
 // link register (argc comes from the stack: the kernel's, or the copy
 // airlock_entryvec made below it).
 TEXT _rt0_airlock(SB),NOSPLIT|NOFRAME,$0
+	BL	airlock_prefault(SB) // internal/prefault: its image mapped ahead
 	MOVD	$1, R0  // fd 1
 	MOVD	$1, R1  // F_GETFD
 	MOVD	$25, R8 // SYS_fcntl

@@ -83,3 +83,40 @@ func TestCLIStartEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// The CLI's entry maps its image ahead (internal/prefault) before
+// anything else, its runtime's start included: its first two system
+// calls populate its read-only part (from its text's page) and its
+// writable part, and both succeed on Linux 5.14 and later (before, both
+// fail with EINVAL and the CLI starts as it did).
+func TestCLIEntryPrefaults(t *testing.T) {
+	bin := filepath.Join(testutil.BinDir(t), "airlock")
+	testutil.RequireFeature(t, "airlock built by scripts/build", testutil.Exists(bin))
+	strace := testutil.RequireBinary(t, "strace")
+	log := filepath.Join(t.TempDir(), "strace")
+	if out, err := exec.Command(strace, "-o", log, bin, "--version").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	for line := range strings.Lines(string(b)) {
+		if !strings.HasPrefix(line, "execve(") {
+			calls = append(calls, strings.TrimSpace(line))
+		}
+	}
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^madvise\(0x[0-9a-f]+000, \d+, MADV_POPULATE_READ\) = 0$`),
+		regexp.MustCompile(`^madvise\(0x[0-9a-f]+000, \d+, MADV_POPULATE_WRITE\) = 0$`),
+	}
+	if len(calls) < len(want) {
+		t.Fatalf("the CLI's system calls: %q", calls)
+	}
+	for i, re := range want {
+		if !re.MatchString(calls[i]) {
+			t.Errorf("system call %d of the CLI: %q, want %s", i+1, calls[i], re)
+		}
+	}
+}

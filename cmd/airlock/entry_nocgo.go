@@ -6,6 +6,7 @@ import (
 	"os"
 
 	_ "github.com/airlock-sandbox/airlock/cmd/airlock/internal/entryvec" // _rt0_airlock calls it
+	_ "github.com/airlock-sandbox/airlock/internal/prefault"             // and it
 )
 
 // stdoutProbe is fcntl(1, F_GETFD)'s raw return at the process's entry,

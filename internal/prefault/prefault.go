@@ -1,0 +1,24 @@
+// Package prefault maps a static Go binary's own image into its page
+// tables at its ELF entry, before Go's runtime starts: one
+// madvise(MADV_POPULATE_READ) over its text, read-only data and pclntab,
+// and one madvise(MADV_POPULATE_WRITE) over its data and bss. The airlock
+// CLI's entry calls the routine (cmd/airlock/entry_*.s): a short-lived
+// process whose start is mostly the runtime's first touches of these
+// pages, one page fault each (or one for a few pages of the file), and a
+// fault is dear where the kernel runs as a guest with shadow page tables
+// (12 µs on the AMD guest of 2026-11-27, against about 0.7 µs a page to
+// populate). docs/performance.md has the A/B, and why the init does not
+// call it (no gain measured: it touches less of its smaller image).
+//
+// The bss without pointers (noptrbss) is left out: it holds buffers the
+// programs never touch, such as crypto/internal/fips140/drbg's 32 MiB.
+// Either call may fail (before Linux 5.14 both do, with EINVAL): the
+// pages then fault in as before. It writes nothing and changes no
+// mapping, only which pages are present.
+//
+// The routine, airlock_prefault, has a register convention of its own
+// (the entries call it before the runtime exists): no arguments; it
+// returns the two calls' results (0 or -errno) in AX and BX on amd64, R0
+// and R1 on arm64, and clobbers the registers a system call does.
+// Populate calls it from Go, for the tests.
+package prefault

@@ -1,0 +1,31 @@
+#include "textflag.h"
+
+// airlock_prefault (prefault.go). The read-only range starts at the
+// text's page (the first segment's start in Go's amd64 layout) and ends
+// at the pclntab's end; the writable one runs from noptrdata's page (the
+// data segment's start) to the end of the bss.
+TEXT airlock_prefault(SB),NOSPLIT|NOFRAME,$0-0
+	MOVQ	$28, AX // SYS_madvise
+	MOVQ	$runtime·text(SB), DI
+	ANDQ	$~4095, DI
+	MOVQ	$runtime·epclntab(SB), SI
+	SUBQ	DI, SI
+	MOVQ	$22, DX // MADV_POPULATE_READ
+	SYSCALL
+	MOVQ	AX, BX
+	MOVQ	$28, AX // SYS_madvise
+	MOVQ	$runtime·noptrdata(SB), DI
+	ANDQ	$~4095, DI
+	MOVQ	$runtime·ebss(SB), SI
+	SUBQ	DI, SI
+	MOVQ	$23, DX // MADV_POPULATE_WRITE
+	SYSCALL
+	XCHGQ	AX, BX
+	RET
+
+// func Populate() (readOnly, writable int64)
+TEXT ·Populate(SB),NOSPLIT,$0-16
+	CALL	airlock_prefault(SB)
+	MOVQ	AX, readOnly+0(FP)
+	MOVQ	BX, writable+8(FP)
+	RET

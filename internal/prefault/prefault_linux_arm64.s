@@ -1,0 +1,31 @@
+#include "textflag.h"
+
+// airlock_prefault (prefault.go). Go's arm64 segments are 64 KiB
+// aligned, so rounding down to 64 KiB gives each segment's start, which
+// is page-aligned whatever the kernel's page size.
+TEXT airlock_prefault(SB),NOSPLIT|NOFRAME,$0-0
+	MOVD	$runtime·text(SB), R0
+	AND	$~0xffff, R0
+	MOVD	$runtime·epclntab(SB), R1
+	SUB	R0, R1, R1
+	MOVD	$22, R2  // MADV_POPULATE_READ
+	MOVD	$233, R8 // SYS_madvise
+	SVC
+	MOVD	R0, R9
+	MOVD	$runtime·noptrdata(SB), R0
+	AND	$~0xffff, R0
+	MOVD	$runtime·ebss(SB), R1
+	SUB	R0, R1, R1
+	MOVD	$23, R2  // MADV_POPULATE_WRITE
+	MOVD	$233, R8 // SYS_madvise
+	SVC
+	MOVD	R0, R1
+	MOVD	R9, R0
+	RET
+
+// func Populate() (readOnly, writable int64)
+TEXT ·Populate(SB),NOSPLIT,$16-16
+	BL	airlock_prefault(SB)
+	MOVD	R0, readOnly+0(FP)
+	MOVD	R1, writable+8(FP)
+	RET
