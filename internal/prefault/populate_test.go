@@ -97,3 +97,31 @@ func kernelAtLeast(t *testing.T, major, minor int) bool {
 	}
 	return a > major || a == major && b >= minor
 }
+
+// The package's initialization populated its heap window: every page of
+// it is resident (mincore), where a process that had not would have
+// touched only those its allocations reached.
+func TestHeapWindow(t *testing.T) {
+	if !kernelAtLeast(t, 5, 14) {
+		if Heap.Result != -int64(unix.EINVAL) {
+			t.Fatalf("heap window: %d before Linux 5.14, want -EINVAL", Heap.Result)
+		}
+		return
+	}
+	if Heap.Result != 0 || Heap.Start == 0 {
+		t.Fatalf("heap window at %#x: %d, want 0", Heap.Start, Heap.Result)
+	}
+	vec := make([]byte, HeapWindow/os.Getpagesize())
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, Heap.Start, HeapWindow, uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatal(e)
+	}
+	absent := 0
+	for _, v := range vec {
+		if v&1 == 0 {
+			absent++
+		}
+	}
+	if absent != 0 {
+		t.Errorf("heap window at %#x: %d of its %d pages absent", Heap.Start, absent, len(vec))
+	}
+}

@@ -29,3 +29,14 @@ TEXT ·Populate(SB),NOSPLIT,$0-16
 	MOVQ	AX, readOnly+0(FP)
 	MOVQ	BX, writable+8(FP)
 	RET
+
+// func populateHeap(p unsafe.Pointer, n uintptr) int64
+TEXT ·populateHeap(SB),NOSPLIT,$0-24
+	MOVQ	$28, AX // SYS_madvise
+	MOVQ	p+0(FP), DI
+	ANDQ	$~0xffff, DI
+	MOVQ	n+8(FP), SI
+	MOVQ	$23, DX // MADV_POPULATE_WRITE
+	SYSCALL
+	MOVQ	AX, ret+16(FP)
+	RET

@@ -29,3 +29,14 @@ TEXT ·Populate(SB),NOSPLIT,$16-16
 	MOVD	R0, readOnly+0(FP)
 	MOVD	R1, writable+8(FP)
 	RET
+
+// func populateHeap(p unsafe.Pointer, n uintptr) int64
+TEXT ·populateHeap(SB),NOSPLIT,$0-24
+	MOVD	p+0(FP), R0
+	AND	$~0xffff, R0
+	MOVD	n+8(FP), R1
+	MOVD	$23, R2  // MADV_POPULATE_WRITE
+	MOVD	$233, R8 // SYS_madvise
+	SVC
+	MOVD	R0, ret+16(FP)
+	RET
