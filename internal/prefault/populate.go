@@ -15,23 +15,38 @@ func Populate() (readOnly, writable int64)
 // which takes the lowest free pages, puts what comes after.
 const HeapWindow = 1536 << 10
 
-// Heap is where this package's initialization populated the heap, and
-// its result (0 or -errno).
+// heapChunk is what one call populates: the window goes in chunks, and
+// stops at the first that fails, where the heap's mapped part ends (the
+// arena's rest is reserved, PROT_NONE, until the heap grows into it:
+// EINVAL). The heap is mapped in 64 KiB multiples at least, so the
+// first chunk, which holds the first object, is mapped.
+const heapChunk = 64 << 10
+
+// Heap is where this package's initialization populated the heap, how
+// much of it, and how the last call ended (0 or -errno).
 var Heap struct {
-	Start  uintptr
-	Result int64
+	Start, Populated uintptr
+	Result           int64
 }
+
+// heapProbe is the first heap object, where the window starts (a package
+// variable, so that it is in the heap).
+var heapProbe *[16]byte
 
 // The heap's window is populated when this package is initialized, which
 // is among the first: it imports nothing, so it is ready at once, and
 // its path sorts before most others'. The runtime has touched the heap's
 // first pages by then, and its later pages are the process's.
 func init() {
-	p := unsafe.Pointer(new([16]byte))
-	Heap.Start = uintptr(p) &^ 0xffff
-	Heap.Result = populateHeap(p, HeapWindow)
+	heapProbe = new([16]byte)
+	Heap.Start = uintptr(unsafe.Pointer(heapProbe)) &^ (heapChunk - 1)
+	for Heap.Populated < HeapWindow {
+		if Heap.Result = populateWrite(Heap.Start+Heap.Populated, heapChunk); Heap.Result != 0 {
+			break
+		}
+		Heap.Populated += heapChunk
+	}
 }
 
-// populateHeap is madvise(p rounded down to 64 KiB, n,
-// MADV_POPULATE_WRITE): 0 or -errno. (p escapes: it is in the heap.)
-func populateHeap(p unsafe.Pointer, n uintptr) int64
+// populateWrite is madvise(addr, n, MADV_POPULATE_WRITE): 0 or -errno.
+func populateWrite(addr, n uintptr) int64

@@ -30,11 +30,10 @@ TEXT ·Populate(SB),NOSPLIT,$0-16
 	MOVQ	BX, writable+8(FP)
 	RET
 
-// func populateHeap(p unsafe.Pointer, n uintptr) int64
-TEXT ·populateHeap(SB),NOSPLIT,$0-24
+// func populateWrite(addr, n uintptr) int64
+TEXT ·populateWrite(SB),NOSPLIT,$0-24
 	MOVQ	$28, AX // SYS_madvise
-	MOVQ	p+0(FP), DI
-	ANDQ	$~0xffff, DI
+	MOVQ	addr+0(FP), DI
 	MOVQ	n+8(FP), SI
 	MOVQ	$23, DX // MADV_POPULATE_WRITE
 	SYSCALL

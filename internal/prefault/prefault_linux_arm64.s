@@ -30,10 +30,9 @@ TEXT ·Populate(SB),NOSPLIT,$16-16
 	MOVD	R1, writable+8(FP)
 	RET
 
-// func populateHeap(p unsafe.Pointer, n uintptr) int64
-TEXT ·populateHeap(SB),NOSPLIT,$0-24
-	MOVD	p+0(FP), R0
-	AND	$~0xffff, R0
+// func populateWrite(addr, n uintptr) int64
+TEXT ·populateWrite(SB),NOSPLIT,$0-24
+	MOVD	addr+0(FP), R0
 	MOVD	n+8(FP), R1
 	MOVD	$23, R2  // MADV_POPULATE_WRITE
 	MOVD	$233, R8 // SYS_madvise
