@@ -21,9 +21,9 @@
 //     the environment, unless its caller set one (internal/entryvec), and
 //     records in maxprocsSet that it did.
 // Then it jumps to the runtime's own entry with the stack the kernel set
-// up, or below it the copy airlock_entryvec made (the syscalls and
-// airlock_entryvec clobber AX, CX, DX, DI, SI, R8 to R13, which the runtime's
-// entry does not read).
+// up, or below it the copy airlock_entryvec made (the syscalls,
+// airlock_prefault and airlock_entryvec clobber AX, BX, CX, DX, DI, SI,
+// R8 to R13, which the runtime's entry does not read).
 TEXT _rt0_airlock(SB),NOSPLIT|NOFRAME,$0
 	CALL	airlock_prefault(SB) // internal/prefault: its image mapped ahead
 	MOVQ	$72, AX // SYS_fcntl

@@ -15,8 +15,8 @@ func Populate() (readOnly, writable int64)
 // which takes the lowest free pages, puts what comes after.
 const HeapWindow = 1536 << 10
 
-// heapChunk is what one call populates: the window goes in chunks, and
-// stops at the first that fails, where the heap's mapped part ends (the
+// heapChunk is what one call populates where the window is not mapped
+// whole: it then goes in chunks, and stops at the first that fails, where the heap's mapped part ends (the
 // arena's rest is reserved, PROT_NONE, until the heap grows into it:
 // EINVAL). The heap is mapped in 64 KiB multiples at least, so the
 // first chunk, which holds the first object, is mapped.
@@ -40,6 +40,14 @@ var heapProbe *[16]byte
 func init() {
 	heapProbe = new([16]byte)
 	Heap.Start = uintptr(unsafe.Pointer(heapProbe)) &^ (heapChunk - 1)
+	// One call where the window is mapped whole. Where it is not, the
+	// kernel has populated the mapped part before failing, and the
+	// chunks find where that ends, for the record (a chunk already
+	// present costs a walk, not a fault).
+	if Heap.Result = populateWrite(Heap.Start, HeapWindow); Heap.Result == 0 {
+		Heap.Populated = HeapWindow
+		return
+	}
 	for Heap.Populated < HeapWindow {
 		if Heap.Result = populateWrite(Heap.Start+Heap.Populated, heapChunk); Heap.Result != 0 {
 			break
