@@ -599,7 +599,16 @@ func (e *cliEnv) interruptAs(t *testing.T, argv0 []string, first syscall.Signal,
 // (then the sandbox is killed). Other signals are passed on as they come.
 func TestInterruptIsCancelled(t *testing.T) {
 	e := newCLIEnv(t)
-	python := []string{"python3", "-c", "import time, pathlib; print('partial', flush=True); pathlib.Path('/out/started').touch(); time.sleep(60)"}
+	// Short sleeps in a loop, not one long one: Python's C handler only
+	// flags a signal, and the interpreter acts on the flag between
+	// bytecodes. A SIGINT that lands after the last check before a
+	// time.sleep(60) is taken (nothing is left pending) and raises
+	// KeyboardInterrupt only when the sleep ends, bare as in a sandbox.
+	// In the cgroup v2 guest under load that window was wide enough to
+	// hit: the program slept on with SIGINT caught, none pending, until
+	// the timeout (seen from the host in /proc/PID/status: SigCgt 2,
+	// SigPnd 0). The loop's backward jump checks the flag every 50 ms.
+	python := []string{"python3", "-c", "import time, pathlib; print('partial', flush=True); pathlib.Path('/out/started').touch()\nwhile True: time.sleep(0.05)"}
 	t.Run("sigint-python", func(t *testing.T) {
 		// Python's own SIGINT handler raises KeyboardInterrupt: the
 		// program ends itself within the grace period. Started as from
