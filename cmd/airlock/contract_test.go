@@ -573,7 +573,10 @@ func (e *cliEnv) interruptAs(t *testing.T, argv0 []string, first syscall.Signal,
 	out := filepath.Join(e.t, "out-"+strconv.Itoa(int(time.Now().UnixNano())))
 	os.Mkdir(out, 0o777)
 	os.Chmod(out, 0o777)
-	cmd, o, eb := e.startWith(t, argv0, "", append([]string{"run", "--json", "--bind", out + ":/out"}, args...)...)
+	// A timeout past the wait for the start below: in the emulated guest
+	// under load, Python alone once took longer than the default 30 s to
+	// start. The cases end on the signal and the grace, not on it.
+	cmd, o, eb := e.startWith(t, argv0, "", append([]string{"run", "--json", "--timeout", "2m", "--bind", out + ":/out"}, args...)...)
 	if !testutil.WaitFor(time.Minute, func() bool { return testutil.Exists(filepath.Join(out, "started")) }) {
 		cmd.Process.Kill()
 		r := e.wait(t, cmd, o, eb)

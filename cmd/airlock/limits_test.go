@@ -51,9 +51,23 @@ func TestCgroupLimits(t *testing.T) {
 			t.Errorf("%s bomb under --pids 32: %q %q (want 20..31 then an error)", kind, res.Stdout, res.Stderr)
 		}
 	}
-	_, res, _ = result(t, "--cpus", "0.5", "--timeout", "2s", "--", "sh", "-c", "while :; do :; done")
-	if r := float64(res.CPUTimeMS) / float64(res.WallTimeMS); res.Status != "timeout" || r < 0.35 || r > 0.65 ||
-		res.Enforced.Cgroup == nil || res.Enforced.Cgroup.CPUs != 0.5 {
+	busy := []string{"--timeout", "2s", "--", "sh", "-c", "while :; do :; done"}
+	_, res, _ = result(t, append([]string{"--cpus", "0.5"}, busy...)...)
+	r := float64(res.CPUTimeMS) / float64(res.WallTimeMS)
+	floor := 0.35
+	if r < floor {
+		// The cap is an upper bound: on a host whose CPUs are taken by
+		// other work (the CI's emulated guest beside this pass), the loop
+		// gets less than the cap allows. The floor is then 0.7 of what
+		// the same loop gets without a cap, measured now (it was 0.16
+		// once, capped, when the host was overloaded).
+		_, free, _ := result(t, busy...)
+		if rf := float64(free.CPUTimeMS) / float64(free.WallTimeMS); rf < 0.5 {
+			floor = 0.7 * rf
+			t.Logf("--cpus 0.5: the uncapped loop got %.2f of a CPU here: the floor is %.2f", rf, floor)
+		}
+	}
+	if res.Status != "timeout" || r < floor || r > 0.65 || res.Enforced.Cgroup == nil || res.Enforced.Cgroup.CPUs != 0.5 {
 		t.Errorf("--cpus 0.5: status %s, cpu %d ms over wall %d ms (%.2f), enforced %+v", res.Status, res.CPUTimeMS, res.WallTimeMS, r, res.Enforced.Cgroup)
 	}
 	_, res, _ = result(t, "--cpu-time", "1s", "--timeout", "20s", "--", "sh", "-c", "(while :; do :; done) & (while :; do :; done) & wait")
