@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -196,4 +197,57 @@ func TestReapStaleEveryHierarchy(t *testing.T) {
 			t.Errorf("%s left: %v", d, err)
 		}
 	}
+}
+
+// A limit's write is retried when a signal interrupts it: cgroup v1's
+// memory.limit_in_bytes answers EINTR whenever a signal is pending for
+// the writing thread as it starts (mem_cgroup_resize_max), and a Go
+// process gets signals of its own (the runtime's preemption, SIGURG). A
+// run once failed its setup with that EINTR (run44, executor). Here the
+// writing thread is sent SIGURG in a loop while it writes.
+func TestWriteRetriesEINTR(t *testing.T) {
+	p, err := Find("", false)
+	if err != nil && (os.Getuid() == 0 || os.Getenv("AIRLOCK_TEST_DELEGATED") == "1") {
+		t.Fatalf("no usable cgroup parent as root or in a delegated cgroup: %v", err)
+	}
+	if err != nil {
+		t.Skipf("no usable cgroup parent here: %v", err)
+	}
+	g, err := p.New(Limits{Memory: 32 << 20, Pids: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Delete()
+	var memFile string
+	switch v := g.(type) {
+	case *v1Group:
+		memFile = v.file("memory", "memory.limit_in_bytes")
+	case *v2Group:
+		memFile = filepath.Join(v.dir, "memory.max")
+	}
+	tids, stop, done := make(chan int), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tid := <-tids
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				unix.Tgkill(os.Getpid(), tid, unix.SIGURG)
+			}
+		}
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tids <- unix.Gettid()
+	for i := 0; i < 20000; i++ {
+		if err := writeFile(memFile, fmt.Sprint((32-i%2)<<20)); err != nil {
+			close(stop)
+			<-done
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	close(stop)
+	<-done
 }

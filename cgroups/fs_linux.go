@@ -23,7 +23,16 @@ func writeFile(path, value string) error {
 	if err != nil {
 		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	n, err := unix.Write(fd, []byte(value))
+	// A signal interrupts a write that would otherwise succeed: v1's
+	// memory.limit_in_bytes answers EINTR whenever one is pending as the
+	// write starts (mem_cgroup_resize_max), and this runtime signals its
+	// own threads (preemption). Such a write changed nothing: again.
+	var n int
+	for {
+		if n, err = unix.Write(fd, []byte(value)); err != unix.EINTR {
+			break
+		}
+	}
 	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
