@@ -123,8 +123,10 @@ func TestWorkspaceAndPolicyFile(t *testing.T) {
 		t.Fatalf("workspace file on the host: %q", b)
 	}
 	pol := filepath.Join(t.TempDir(), "p.json")
-	// 2 s: the emulated cgroup v2 guest can take over 500 ms to start sh.
-	os.WriteFile(pol, []byte(`{"timeout": "2s", "setenv": {"FROM": "file"}}`), 0o644)
+	// 6 s: the emulated cgroup v2 guest can take over 500 ms to start sh,
+	// and under load more than 2 s (run46: killed at 2 s before the echo,
+	// after 1.8 s of the sandbox's CPU).
+	os.WriteFile(pol, []byte(`{"timeout": "6s", "setenv": {"FROM": "file"}}`), 0o644)
 	if _, res, _ := result(t, "--policy", pol, "--", "sh", "-c", `echo $FROM; sleep 100`); res.Status != "timeout" || res.Stdout != "file\n" {
 		t.Errorf("policy file: %+v", res)
 	}
