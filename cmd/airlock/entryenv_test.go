@@ -30,15 +30,6 @@ func TestCLIStartEnvironment(t *testing.T) {
 	show := "env | grep -E '^(GOMAXPROCS|AIRLOCK_T_PASSED)=' | sort"
 	pass := []string{"--env-pass", "GOMAXPROCS", "--env-pass", "AIRLOCK_T_PASSED"}
 	sched := regexp.MustCompile(`(?m)^SCHED 0ms: gomaxprocs=(\d+) `)
-	// The default filter cached first: with a cold cache a slim CLI execs
-	// airlock-daemon for it, and in the slow emulated guest that exec can
-	// come before the CLI's monitor thread prints its first trace, which
-	// leaves only the daemon's (2 Ps). The subtests run in map order, so
-	// any of them can be the first.
-	warm := exec.Command(bin, "run", "--", "true")
-	if code, out, errs := runCLI(t, warm); code != 0 {
-		t.Fatalf("warming the filter cache: exit %d: %s %s", code, out, errs)
-	}
 	for _, caller := range []string{"", "3"} {
 		for name, c := range map[string]struct {
 			args  []string
