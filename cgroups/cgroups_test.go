@@ -94,9 +94,11 @@ func TestStaleFailsClosed(t *testing.T) {
 	}
 }
 
-// A real group: limits written, a process added and accounted, killed,
-// and removed.
-func TestGroupLifecycle(t *testing.T) {
+// requireParent returns the cgroup parent runs would use: a failure as
+// root or in a delegated cgroup, where there must be one; a skip
+// elsewhere (rootless on cgroup v1).
+func requireParent(t *testing.T) *Parent {
+	t.Helper()
 	p, err := Find("", false)
 	if err != nil && (os.Getuid() == 0 || os.Getenv("AIRLOCK_TEST_DELEGATED") == "1") {
 		t.Fatalf("no usable cgroup parent as root or in a delegated cgroup: %v", err)
@@ -104,6 +106,13 @@ func TestGroupLifecycle(t *testing.T) {
 	if err != nil {
 		t.Skipf("no usable cgroup parent here: %v", err)
 	}
+	return p
+}
+
+// A real group: limits written, a process added and accounted, killed,
+// and removed.
+func TestGroupLifecycle(t *testing.T) {
+	p := requireParent(t)
 	g, err := p.New(Limits{Memory: 32 << 20, Pids: 7, CPUs: 0.25})
 	if err != nil {
 		t.Fatal(err)
@@ -162,13 +171,7 @@ func TestGroupLifecycle(t *testing.T) {
 // where only some controllers' parts of it remain (v1: each controller's
 // parent is listed, not the memory one alone).
 func TestReapStaleEveryHierarchy(t *testing.T) {
-	p, err := Find("", false)
-	if err != nil && (os.Getuid() == 0 || os.Getenv("AIRLOCK_TEST_DELEGATED") == "1") {
-		t.Fatalf("no usable cgroup parent as root or in a delegated cgroup: %v", err)
-	}
-	if err != nil {
-		t.Skipf("no usable cgroup parent here: %v", err)
-	}
+	p := requireParent(t)
 	ns, err := pidNS()
 	if err != nil {
 		t.Fatal(err)
@@ -206,13 +209,7 @@ func TestReapStaleEveryHierarchy(t *testing.T) {
 // run once failed its setup with that EINTR (run44, executor). Here the
 // writing thread is sent SIGURG in a loop while it writes.
 func TestWriteRetriesEINTR(t *testing.T) {
-	p, err := Find("", false)
-	if err != nil && (os.Getuid() == 0 || os.Getenv("AIRLOCK_TEST_DELEGATED") == "1") {
-		t.Fatalf("no usable cgroup parent as root or in a delegated cgroup: %v", err)
-	}
-	if err != nil {
-		t.Skipf("no usable cgroup parent here: %v", err)
-	}
+	p := requireParent(t)
 	g, err := p.New(Limits{Memory: 32 << 20, Pids: 7})
 	if err != nil {
 		t.Fatal(err)
