@@ -144,7 +144,8 @@ func TestGroupLifecycle(t *testing.T) {
 	}
 	in.Write([]byte("\n"))
 	var st Stats
-	for i := 0; i < 200 && (st.CPU == 0 || st.MemoryPeak == 0); i++ {
+	// Up to 10 s: the loaded emulated guest can take seconds to run it.
+	for i := 0; i < 1000 && (st.CPU == 0 || st.MemoryPeak == 0); i++ {
 		time.Sleep(10 * time.Millisecond)
 		if st, err = g.Stats(); err != nil {
 			t.Fatal(err)

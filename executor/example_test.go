@@ -26,7 +26,8 @@ func Example() {
 	defer ex.Close()
 
 	p := policy.Default()
-	p.Timeout = policy.Duration(5 * time.Second)
+	// Generous: an interpreter's start on a loaded host can take seconds.
+	p.Timeout = policy.Duration(time.Minute)
 	jobs := map[string]string{
 		"square": `print(7 * 7)`,
 		"loop":   `while True: pass`,

@@ -54,7 +54,7 @@ func TestProcessBackendNetNone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ex.Close()
-	fetch := []string{py, "-c", "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())", url}
+	fetch := []string{py, "-c", "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode())", url}
 	run := func(p policy.Policy) (*executor.Result, error) {
 		return ex.Execute(t.Context(), executor.Request{Args: fetch, Policy: p})
 	}

@@ -109,11 +109,13 @@ func TestWarmPool(t *testing.T) {
 	}
 
 	// The timeout counts from the request, not from the preparation: the
-	// prepared sandboxes have waited longer than the timeout.
+	// prepared sandboxes have waited longer than the timeout. 6 s, not
+	// 3: the program must print before it, in the loaded emulated guest
+	// too.
 	waitReady()
-	time.Sleep(4 * time.Second)
+	time.Sleep(7 * time.Second)
 	short := pol
-	short.Timeout = policy.Duration(3 * time.Second)
+	short.Timeout = policy.Duration(6 * time.Second)
 	res, err = ex.Execute(t.Context(), executor.Request{Args: []string{"sh", "-c", "sleep 1; echo done"}, Policy: short})
 	if err != nil || res.Status != nsjail.StatusOK || res.Stdout != "done\n" {
 		t.Errorf("run after the pool idled: %v %+v", err, res)

@@ -47,7 +47,7 @@ print(os.getuid() != 0, st["NoNewPrivs"], st["Seccomp"], st["CapEff"], os.getsid
 	if err != nil || res.Status != nsjail.StatusTimeout {
 		t.Fatalf("timeout: %v %+v", err, res)
 	}
-	if !testutil.WaitFor(2*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", m)) == 0 }) {
+	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", m)) == 0 }) {
 		t.Fatalf("the process group outlived the timeout: %v", testutil.HostProcsWith("sleep", m))
 	}
 }

@@ -86,7 +86,7 @@ func TestSessionIdleTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !testutil.WaitFor(5*time.Second, func() bool { left, _ := os.ReadDir(work); return len(left) == 0 }) {
+	if !testutil.WaitFor(10*time.Second, func() bool { left, _ := os.ReadDir(work); return len(left) == 0 }) {
 		t.Fatal("idle session not cleaned up")
 	}
 	if _, err := s.Execute(t.Context(), executor.Request{Args: []string{"true"}}); err == nil {
@@ -195,7 +195,7 @@ func TestSessionShortIdleTimeoutRace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !testutil.WaitFor(5*time.Second, func() bool { left, _ := os.ReadDir(work); return len(left) == 0 }) {
+	if !testutil.WaitFor(10*time.Second, func() bool { left, _ := os.ReadDir(work); return len(left) == 0 }) {
 		left, _ := os.ReadDir(work)
 		t.Fatalf("workspaces left behind: %v", left)
 	}

@@ -232,7 +232,7 @@ func waitGone(t *testing.T, what string, pid int) {
 	if pid <= 0 {
 		t.Fatalf("no %s pid (%d)", what, pid)
 	}
-	if !testutil.WaitFor(5*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+	if !testutil.WaitFor(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
 		t.Errorf("the %s %d is still there", what, pid)
 	}
 }

@@ -32,9 +32,9 @@ func TestTimeoutKillsWholeTree(t *testing.T) {
 	testutil.RequireUserNS(t)
 	m := marker()
 	p := policy.Default()
-	// 3 s: both sleepers must start before the timeout, in the cgroup v2
-	// guest too, which shares the machine with the host passes.
-	p.Timeout = policy.Duration(3 * time.Second)
+	// 6 s: both sleepers must start before the timeout, in the loaded
+	// emulated guest too (a cold start there has taken over 2 s).
+	p.Timeout = policy.Duration(6 * time.Second)
 	ex, _ := executor.New(executor.Config{})
 	spec, _, err := ex.Resolve(executor.Request{
 		Args:   []string{"/bin/sh", "-c", "setsid sh -c 'sleep " + m + " &' </dev/null >/dev/null 2>&1; exec sleep " + m},
@@ -59,8 +59,8 @@ func TestTimeoutKillsWholeTree(t *testing.T) {
 		t.Fatalf("status %s signal %q, want timeout by SIGKILL", res.Status, res.Signal)
 	}
 	// A generous correctness bound, not a performance check.
-	if res.WallTimeMS < 2900 || res.WallTimeMS > 12000 {
-		t.Errorf("wall time %d ms for a 3 s timeout", res.WallTimeMS)
+	if res.WallTimeMS < 5900 || res.WallTimeMS > 15000 {
+		t.Errorf("wall time %d ms for a 6 s timeout", res.WallTimeMS)
 	}
 	if left := testutil.HostProcsWith("sleep", m); len(left) != 0 {
 		t.Fatalf("processes left on the host after the timeout: %v", left)
@@ -94,7 +94,7 @@ func supervisorDeath(t *testing.T, env []string) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	if !testutil.WaitFor(5*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", m)) == 0 }) {
+	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", m)) == 0 }) {
 		t.Fatalf("sandbox processes survived their supervisor: %v", testutil.HostProcsWith("sleep", m))
 	}
 	// The dead supervisor could not remove its run's cgroup; the next
@@ -433,8 +433,11 @@ func TestOutputEndsWithThePidNamespace(t *testing.T) {
 	testutil.RequireUserNS(t)
 	m := marker()
 	ex, _ := executor.New(executor.Config{})
-	tag := "0.000" + m // sleep sums its arguments: 0.5 s and a unique tag
-	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c", "echo out; exec sleep 0.5 " + tag}})
+	// sleep sums its arguments: 2 s and a unique tag. 2 s, not 0.5: this
+	// test must find the sleeper and open its stdout while it lives, in
+	// the loaded emulated guest too.
+	tag := "0.000" + m
+	spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c", "echo out; exec sleep 2 " + tag}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +446,7 @@ func TestOutputEndsWithThePidNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pids []int
-	if !testutil.WaitFor(10*time.Second, func() bool { pids = testutil.HostProcsWith("sleep", "0.5", tag); return len(pids) == 1 }) {
+	if !testutil.WaitFor(10*time.Second, func() bool { pids = testutil.HostProcsWith("sleep", "2", tag); return len(pids) == 1 }) {
 		sb.Kill()
 		sb.Wait()
 		t.Fatal("the sleeper never showed up")
@@ -460,9 +463,9 @@ func TestOutputEndsWithThePidNamespace(t *testing.T) {
 		t.Fatalf("with a stranger's copy of stdout open: %v %+v", err, res)
 	}
 	// The same run without the copy, on this machine at this moment (an
-	// emulated guest took 1.95 s for both): waiting for that EOF would
-	// add 2 s.
-	base, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c", "echo out; exec sleep 0.5"}})
+	// emulated guest took 1.95 s for both, with 0.5 s sleeps): waiting
+	// for that EOF would add 2 s.
+	base, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c", "echo out; exec sleep 2"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,10 +95,13 @@ func TestReaperSignalTable(t *testing.T) {
 }
 
 // The program is pid 1's child and the leader of a session of its own;
-// pid 1 reaps the orphans reparented to it.
+// pid 1 reaps the orphans reparented to it. The orphan's end is waited
+// for (its /proc entry goes once it is reaped), not given a fixed 0.2 s:
+// in the loaded emulated guest its start and exit can take longer.
 func TestReaperTree(t *testing.T) {
 	testutil.RequireReaper(t)
-	out := testutil.Sh(t, `echo $PPID $$ $(cut -d' ' -f6 /proc/$$/stat); (sleep 0 &); sleep 0.2; grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l`, nil)
+	out := testutil.Sh(t, `echo $PPID $$ $(cut -d' ' -f6 /proc/$$/stat); p=$(sleep 0 >/dev/null & echo $!); `+
+		`i=0; while [ -e /proc/$p ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l`, nil)
 	f := strings.Fields(out)
 	if len(f) != 4 || f[0] != "1" || f[1] != f[2] {
 		t.Errorf("want the program a child of pid 1, leader of its own session (ppid pid sid): %q", out)

@@ -119,13 +119,25 @@ func TestEveryTaskFiltered(t *testing.T) {
 	testutil.RequireBinary(t, "python3")
 	testutil.RequireBinary(t, "node")
 	script := `
-import threading, subprocess, time, glob, collections
+import threading, subprocess, time, glob, collections, os, signal
 ev = threading.Event()
 ts = [threading.Thread(target=ev.wait) for _ in range(4)]
 [t.start() for t in ts]
-node = subprocess.Popen(["node", "-e", "const {Worker}=require('worker_threads'); new Worker('setTimeout(()=>{},3000)',{eval:true}); setTimeout(()=>{},3000)"])
-sleeper = subprocess.Popen(["sh", "-c", "sleep 3 | cat"])
-time.sleep(1)
+# Counted once node says its worker runs and sleep and cat run too, not
+# after a fixed second, which the loaded emulated guest can outlast.
+node = subprocess.Popen(["node", "-e", "const {Worker}=require('worker_threads'); new Worker('setInterval(()=>{},1000)',{eval:true}).on('online',()=>console.log('online'))"], stdout=subprocess.PIPE)
+sleeper = subprocess.Popen(["sh", "-c", "sleep 600 | cat"], start_new_session=True)
+node.stdout.readline()
+def comms():
+    names = set()
+    for f in glob.glob("/proc/[0-9]*/comm"):
+        try:
+            names.add(open(f).read().strip())
+        except OSError:
+            pass
+    return names
+while not {"sleep", "cat"} <= comms():
+    time.sleep(0.05)
 seen = collections.Counter()
 for f in glob.glob("/proc/[0-9]*/task/*/status"):
     try:
@@ -133,7 +145,7 @@ for f in glob.glob("/proc/[0-9]*/task/*/status"):
     except OSError:
         continue
     seen[(st["Seccomp"].strip(), st["NoNewPrivs"].strip())] += 1
-ev.set(); node.kill(); sleeper.kill()
+ev.set(); node.kill(); os.killpg(sleeper.pid, signal.SIGKILL)
 print(dict((f"{k[0]}/{k[1]}", v) for k, v in seen.items()))
 `
 	res := testutil.Run(t, []string{"python3", "-c", script}, nil)

@@ -266,7 +266,7 @@ func TestDisconnectKillsRun(t *testing.T) {
 	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.Children()) == 0 }) {
 		t.Fatalf("sandbox still running after the client left: %v", testutil.Children())
 	}
-	if !testutil.WaitFor(5*time.Second, func() bool { return e.metric(t, "airlock_running ") == "airlock_running 0" }) {
+	if !testutil.WaitFor(10*time.Second, func() bool { return e.metric(t, "airlock_running ") == "airlock_running 0" }) {
 		t.Fatalf("slot not released: %s", e.metric(t, "airlock_running"))
 	}
 	// Not streaming: the same once the request is read.
@@ -398,10 +398,15 @@ func TestToken(t *testing.T) {
 // retryable, Retry-After.
 func TestBusy(t *testing.T) {
 	e := start(t, 0, func(c *server.Config) { c.MaxConcurrent, c.MaxQueue = 1, -1 })
+	// The first run holds the slot until the requests below are refused
+	// (a 2 s sleep could end first in the loaded emulated guest), then
+	// is cancelled.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.c.Execute(context.Background(), executor.Request{Args: []string{"sleep", "2"}})
+		e.c.Execute(ctx, executor.Request{Args: []string{"sleep", "60"}})
 	}()
 	if !testutil.WaitFor(10*time.Second, func() bool { return e.metric(t, "airlock_running ") == "airlock_running 1" }) {
 		t.Fatal("the first run never started")
@@ -415,6 +420,7 @@ func TestBusy(t *testing.T) {
 	if !errors.Is(err, policy.ErrUnavailable) {
 		t.Fatalf("client: %v, want ErrUnavailable", err)
 	}
+	cancel()
 	<-done
 	if m := e.metric(t, "airlock_rejections_total"); m != `airlock_rejections_total{reason="busy"} 2` {
 		t.Fatalf("rejections: %q, want the two busy ones", m)
@@ -431,7 +437,9 @@ func TestQueueAndPoolMetrics(t *testing.T) {
 	}
 	first := make(chan error, 1)
 	go func() {
-		_, err := e.c.Execute(context.Background(), executor.Request{Args: []string{"sleep", "1"}})
+		// 3 s: the second request must be queued, and seen queued, before
+		// it ends, in the loaded emulated guest too.
+		_, err := e.c.Execute(context.Background(), executor.Request{Args: []string{"sleep", "3"}})
 		first <- err
 	}()
 	if !testutil.WaitFor(10*time.Second, func() bool { return e.metric(t, "airlock_running ") == "airlock_running 1" }) {
@@ -524,7 +532,7 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("list: %d %s", code, b)
 	}
 	// Polled by listing: a file request would count as activity.
-	if !testutil.WaitFor(5*time.Second, func() bool {
+	if !testutil.WaitFor(10*time.Second, func() bool {
 		_, _, b := e.do(t, "GET", "/v1/sessions", "")
 		return !strings.Contains(string(b), s2.ID)
 	}) {

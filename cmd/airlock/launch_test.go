@@ -121,7 +121,7 @@ func TestCLIEarlyLaunchUnused(t *testing.T) {
 			t.Errorf("%q: abandoned at exit: %v, want %v; trace:\n%s", args, got, want, b)
 		}
 		var left []string
-		if !testutil.WaitFor(5*time.Second, func() bool { left = running(dir); return len(left) == 0 }) {
+		if !testutil.WaitFor(10*time.Second, func() bool { left = running(dir); return len(left) == 0 }) {
 			t.Errorf("%q: left running: %q", args, left)
 		}
 	}

@@ -14,16 +14,16 @@ import (
 func TestPolicyFileYAMLAndPresetConflict(t *testing.T) {
 	dir := t.TempDir()
 	pol := filepath.Join(dir, "p.yaml")
-	// 3 s: the program must print before the timeout, in the cgroup v2
-	// guest too, beside the host passes (500 ms ran out during setup
-	// there once).
-	os.WriteFile(pol, []byte("# a YAML policy\ntimeout: 3s\nsetenv:\n  FROM: yaml\n"), 0o644)
+	// 6 s: the program must print before the timeout, in the loaded
+	// emulated guest too (500 ms ran out during setup there once; 2 s,
+	// before sh's echo, in TestWorkspaceAndPolicyFile).
+	os.WriteFile(pol, []byte("# a YAML policy\ntimeout: 6s\nsetenv:\n  FROM: yaml\n"), 0o644)
 	if _, res, _ := result(t, "--policy", pol, "--", "sh", "-c", `echo $FROM; sleep 100`); res.Status != "timeout" || res.Stdout != "yaml\n" {
 		t.Errorf("YAML policy file: %+v", res)
 	}
 	for _, cmd := range [][]string{{"policy", "validate", pol}, {"policy", "show", pol}} {
 		var out, errb strings.Builder
-		if code := policyCmd(cmd[1:], &out, &errb); code != 0 || !strings.Contains(out.String(), "3s") && cmd[1] == "show" {
+		if code := policyCmd(cmd[1:], &out, &errb); code != 0 || !strings.Contains(out.String(), "6s") && cmd[1] == "show" {
 			t.Errorf("%v: exit %d: %s%s", cmd, code, out.String(), errb.String())
 		}
 	}

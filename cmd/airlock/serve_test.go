@@ -54,7 +54,7 @@ func serveUnder(t *testing.T, dir string, launcher []string, args ...string) *se
 		s.cmd.Process.Kill()
 		<-s.done
 	})
-	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", s.sock)
 	}}}
 	defer hc.CloseIdleConnections()
@@ -107,14 +107,19 @@ func TestServeSIGTERMDrains(t *testing.T) {
 		t.Fatalf("%v %+v", err, res)
 	}
 	got := make(chan *executor.Result, 1)
+	const marker = "1.0390625" // sleep's seconds, and the run's mark on the host
 	go func() {
-		r, err := c.Execute(context.Background(), executor.Request{Args: []string{"sh", "-c", "sleep 1; echo finished"}})
+		r, err := c.Execute(context.Background(), executor.Request{Args: []string{"sh", "-c", "sleep " + marker + "; echo finished"}})
 		if err != nil {
 			t.Errorf("the run in flight at SIGTERM: %v", err)
 		}
 		got <- r
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// In flight once its sleep runs, not after a fixed 300 ms: in the
+	// loaded emulated guest the request could still be on its way.
+	if !testutil.WaitFor(time.Minute, func() bool { return len(testutil.HostProcsWith("sleep", marker)) == 1 }) {
+		t.Fatalf("the run never started\n%s", s.stderr)
+	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-s.done:
@@ -158,7 +163,7 @@ func TestServeSIGKILLLeavesNothingRunning(t *testing.T) {
 	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "up") {
 		t.Fatalf("%q %v", line, err)
 	}
-	if !testutil.WaitFor(5*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", marker)) == 1 }) {
+	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", marker)) == 1 }) {
 		t.Fatal("the sandboxed sleep is not running")
 	}
 	pid := s.cmd.Process.Pid

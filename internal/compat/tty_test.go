@@ -11,9 +11,13 @@ import (
 )
 
 // jobScript exercises bash's job control: a background job, stopped and
-// continued by signal, then killed; each step says what jobs shows.
-const jobScript = `sleep 30 & sleep 0.2; echo "mark 1 $(jobs)"; kill -STOP %1; sleep 0.2; echo "mark 2 $(jobs)"; ` +
-	`kill -CONT %1; sleep 0.2; echo "mark 3 $(jobs)"; kill %1; wait %1; echo "mark 4 status $?"; echo "mark 5 $(tty)"; exit 5`
+// continued by signal, then killed; each step says what jobs shows. w
+// waits (up to 10 s) for jobs to show a state, not a fixed 0.2 s: the
+// stopped or continued job must run to report it, which in the loaded
+// emulated guest can take longer.
+const jobScript = `w() { for i in {1..200}; do [[ $(jobs) == *$1* ]] && break; sleep 0.05; done; }; ` +
+	`sleep 30 & sleep 0.2; echo "mark 1 $(jobs)"; kill -STOP %1; w Stopped; echo "mark 2 $(jobs)"; ` +
+	`kill -CONT %1; w Running; echo "mark 3 $(jobs)"; kill %1; wait %1; echo "mark 4 status $?"; echo "mark 5 $(tty)"; exit 5`
 
 // The job-control step of the everyday tools: an interactive bash at a
 // terminal (a pty this test drives), bare and under airlock run --tty,
