@@ -18,7 +18,7 @@ import (
 	"os"
 
 	"github.com/airlock-sandbox/airlock/internal/jailinit"
-	_ "github.com/airlock-sandbox/airlock/internal/prefault" // its heap's pages populated as it starts
+	_ "github.com/airlock-sandbox/airlock/internal/prefault/initheap" // its heap's window populated as it starts
 )
 
 func main() {

@@ -98,7 +98,11 @@ func kernelAtLeast(t *testing.T, major, minor int) bool {
 	return a > major || a == major && b >= minor
 }
 
-// The package's initialization populated its heap window: every page of
+// The test binary's heap window, populated as cliheap and initheap do
+// theirs: at its initialization, among the first.
+func init() { PopulateHeap(InitHeapWindow) }
+
+// PopulateHeap populated the heap window asked for: every page of
 // what it populated is resident (mincore), where a process that had not
 // would have touched only those its allocations reached. It populated
 // the whole window, or stopped at a chunk past the heap's mapped part at
@@ -113,14 +117,16 @@ func TestHeapWindow(t *testing.T) {
 		return
 	}
 	switch {
+	case Heap.Window != InitHeapWindow:
+		t.Fatalf("heap window of %d bytes, want the %d asked for", Heap.Window, InitHeapWindow)
 	case Heap.Start == 0 || Heap.Populated == 0:
 		t.Fatalf("heap window at %#x: %d bytes populated (%d), want its first chunk at least", Heap.Start, Heap.Populated, Heap.Result)
-	case Heap.Populated < HeapWindow && Heap.Result != -int64(unix.EINVAL) && Heap.Result != -int64(unix.ENOMEM):
+	case Heap.Populated < Heap.Window && Heap.Result != -int64(unix.EINVAL) && Heap.Result != -int64(unix.ENOMEM):
 		t.Fatalf("heap window at %#x: stopped after %d bytes with %d, want EINVAL or ENOMEM (the mapped part's end)", Heap.Start, Heap.Populated, Heap.Result)
-	case Heap.Populated == HeapWindow && Heap.Result != 0:
+	case Heap.Populated == Heap.Window && Heap.Result != 0:
 		t.Fatalf("heap window at %#x: %d, want 0", Heap.Start, Heap.Result)
 	}
-	t.Logf("heap window at %#x: %d of %d bytes populated (%d)", Heap.Start, Heap.Populated, HeapWindow, Heap.Result)
+	t.Logf("heap window at %#x: %d of %d bytes populated (%d)", Heap.Start, Heap.Populated, Heap.Window, Heap.Result)
 	vec := make([]byte, Heap.Populated/uintptr(os.Getpagesize()))
 	if _, _, e := unix.Syscall(unix.SYS_MINCORE, Heap.Start, Heap.Populated, uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
 		t.Fatal(e)

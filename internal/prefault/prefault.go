@@ -7,12 +7,15 @@
 // pages, one page fault each (or one for a few pages of the file), and a
 // fault is dear where the kernel runs as a guest with shadow page tables
 // (12 µs on the AMD guest of 2026-11-27, against about 0.7 µs a page to
-// populate). Its initialization, besides, populates a window of the
-// heap where the process's allocations will go (HeapWindow): the heap
-// does not exist yet at the entry, and its pages were most of the CLI's
-// faults left. airlock-init imports the package for that alone (its
-// image populated at an entry of its own measured no gain: it touches
-// less of an image a third the size). docs/performance.md has the A/Bs.
+// populate). PopulateHeap, besides, populates a window of the heap where
+// the process's allocations will go: the heap does not exist yet at the
+// entry, and its pages were most of the CLI's faults left. Each binary
+// calls it, with a window of its own, from the initialization of a
+// package of its own (cliheap, initheap), among the first: a page
+// populated and never touched costs its zeroing and freeing for nothing.
+// airlock-init uses the package for that alone (its image populated at
+// an entry of its own measured no gain: it touches less of an image a
+// third the size). docs/performance.md has the A/Bs.
 //
 // The bss without pointers (noptrbss) is left out: it holds buffers the
 // programs never touch, such as crypto/internal/fips140/drbg's 32 MiB.
