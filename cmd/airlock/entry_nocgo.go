@@ -7,7 +7,6 @@ import (
 
 	_ "github.com/airlock-sandbox/airlock/cmd/airlock/internal/entryvec" // _rt0_airlock calls it
 	_ "github.com/airlock-sandbox/airlock/internal/prefault"             // and it
-	_ "github.com/airlock-sandbox/airlock/internal/prefault/cliheap"     // the heap's window
 )
 
 // stdoutProbe is fcntl(1, F_GETFD)'s raw return at the process's entry,

@@ -98,8 +98,8 @@ func kernelAtLeast(t *testing.T, major, minor int) bool {
 	return a > major || a == major && b >= minor
 }
 
-// The test binary's heap window, populated as cliheap and initheap do
-// theirs: at its initialization, among the first.
+// The test binary's heap window, populated as initheap and the CLI's
+// early populate theirs: at its initialization, among the first.
 func init() { PopulateHeap(InitHeapWindow) }
 
 // PopulateHeap populated the heap window asked for: every page of

@@ -11,8 +11,9 @@
 // the process's allocations will go: the heap does not exist yet at the
 // entry, and its pages were most of the CLI's faults left. Each binary
 // calls it, with a window of its own, from the initialization of a
-// package of its own (cliheap, initheap), among the first: a page
-// populated and never touched costs its zeroing and freeing for nothing.
+// package of its own (initheap; the CLI's early), among the first: a
+// page populated and never touched costs its zeroing and freeing for
+// nothing.
 // airlock-init uses the package for that alone (its image populated at
 // an entry of its own measured no gain: it touches less of an image a
 // third the size). docs/performance.md has the A/Bs.

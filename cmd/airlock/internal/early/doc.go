@@ -29,7 +29,9 @@
 // there) and never exits before the process.
 //
 // This package imports only what Go initializes before it anyway (os,
-// syscall, time and internal/launchabi, which has no initializer), so
-// that it is initialized as early as possible: Go initializes packages
-// in the order of their import paths, each once its imports are.
+// syscall, time, and internal/launchabi and internal/prefault, which
+// have no initializer), so that it is initialized as early as possible:
+// Go initializes packages in the order of their import paths, each once
+// its imports are. Once it has launched, it populates the CLI's heap
+// window (internal/prefault), which the launch no longer waits for.
 package early

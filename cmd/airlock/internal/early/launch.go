@@ -3,6 +3,8 @@ package early
 import (
 	"os"
 	"time"
+
+	"github.com/airlock-sandbox/airlock/internal/prefault"
 )
 
 // Launch is what this package started: a spawn helper and the init it
@@ -20,6 +22,13 @@ type Launch struct {
 }
 
 var launched = start(os.Args)
+
+// The CLI's heap window is populated once the init is launched (a
+// package's variables are initialized before its init functions run):
+// the helper's clone and the init's start, the longer of a run's two
+// paths, then go on on the other core meanwhile, where before they
+// started after it (0.25 ms).
+func init() { prefault.PopulateHeap(prefault.CLIHeapWindow) }
 
 // Take returns the launch this process started, once (nil if it
 // started none). The caller owns it from then on: it adopts it
