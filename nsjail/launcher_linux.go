@@ -632,6 +632,7 @@ func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File, pr
 	if process {
 		s.endGroup() // before the reap below
 	}
+	awaitExit(s.cmd.Process.Pid) // in the poller, not holding a P (awaitExit)
 	s.waitErr = s.cmd.Wait()
 	s.drainOutput()
 	s.mu.Lock()
