@@ -233,24 +233,24 @@ func (in *interrupt) handle(sigc <-chan os.Signal, fwd chan<- os.Signal, grace t
 // JSON result with --json. Signals to airlock are passed on to the
 // program; SIGINT or SIGTERM make the result cancelled, exit 130 or 143.
 func runRequest(ex *executor.Executor, req executor.Request, o *reporter) int {
+	sigc, ready := notifyForwarded()
 	defer func() {
 		ex.Close()
 		phases.mark("closed")
-	}()
-	warnWeakened(req.Policy, o.stderr)
-
-	sigc, ready := notifyForwarded()
-	req.ProgramGate = ready
-	// Unregistered in the background: the CLI exits before that is done
-	// (it would be seven more round trips on its way out); a process that
-	// runs more than one request (the tests' in-process CLI) gets Go's
-	// default actions back.
-	defer func() {
+		// Unregistered in the background, and only once Close has
+		// returned: the CLI exits before that is done (it would be seven
+		// more round trips on its way out), where a goroutine started
+		// before Close took them while Close waited for the cgroup's
+		// removal, on the same one P (0.1 ms of futex wake-ups there,
+		// perf, 2026-11-28). A process that runs more than one request
+		// (the tests' in-process CLI) gets Go's default actions back.
 		go func() {
 			<-ready
 			signal.Stop(sigc)
 		}()
 	}()
+	warnWeakened(req.Policy, o.stderr)
+	req.ProgramGate = ready
 	fwd := make(chan os.Signal, 16)
 	req.Signals = fwd
 	ctx, cancel := context.WithCancel(context.Background())
