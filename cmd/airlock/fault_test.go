@@ -368,7 +368,14 @@ type faultRun struct {
 	// What the run's leftovers are looked up by.
 	word, out, tmp, pidDir string
 	mounts                 []byte // the host's mount table before
+	// hung: the run outlived runLimit and was killed, its CLI and the
+	// CLI's descendants with it (killing strace detaches them, alive).
+	hung bool
 }
+
+// runLimit bounds one traced run: past the CLI's own --timeout (120 s),
+// so that a sandbox the timeout ends still ends on its own.
+const runLimit = 150 * time.Second
 
 // run runs `airlock run --json` of reportPayload under strace with
 // straceArgs, then checks that it left nothing behind.
@@ -392,7 +399,7 @@ func (h *faultHarness) run(t *testing.T, straceArgs ...string) faultRun {
 	// then becomes the CLI.
 	args = append(args, "/bin/sh", "-c", `/bin/mkdir "$0/$$" && exec "$@"`, pidDir,
 		h.bin, "run", "--json", "--timeout", "120s", "--bind", out+":/out", "--", "python3", "-I", "-S", "-c", reportPayload, word)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, h.strace, args...)
 	cmd.Env = []string{"AIRLOCK_TEST_AS_CLI=1", "PATH=/usr/bin:/bin", "HOME=" + h.root, "XDG_CACHE_HOME=" + h.cache, "TMPDIR=" + tmp}
@@ -401,11 +408,22 @@ func (h *faultHarness) run(t *testing.T, straceArgs ...string) faultRun {
 	cmd.WaitDelay = 10 * time.Second
 	mountsBefore, _ := os.ReadFile("/proc/self/mountinfo")
 	err = cmd.Run()
+	hung := ctx.Err() != nil
+	if hung {
+		// strace was killed and its tracees detached: the CLI (and with
+		// it, through their parent-death signals, its helper and init)
+		// goes too, or it would be every later case's leftover.
+		if pid, _ := os.ReadDir(pidDir); len(pid) == 1 {
+			if cli, err := strconv.Atoi(pid[0].Name()); err == nil {
+				h.killIfOurs(cli)
+			}
+		}
+	}
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
 		t.Fatalf("strace: %v\n%s", err, stderr.String())
 	}
-	r := faultRun{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+	r := faultRun{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String(), hung: hung}
 	if strings.Contains(r.stderr, "strace: ") {
 		t.Fatalf("strace failed: %s", r.stderr)
 	}
@@ -441,9 +459,16 @@ func (r faultRun) crashed() bool {
 func (h *faultHarness) checkLeft(t *testing.T, r faultRun, reap bool) {
 	t.Helper()
 	if !testutil.WaitFor(20*time.Second, func() bool { return len(h.leftovers(r.word)) == 0 }) {
-		t.Errorf("processes left behind: %v", h.leftovers(r.word))
+		left := h.leftovers(r.word)
+		t.Errorf("processes left behind: %v", left)
+		// Reported once: killed, so that they are not every later case's.
+		for _, pid := range left {
+			h.killIfOurs(pid)
+		}
 	}
-	if ents, _ := os.ReadDir(r.tmp); len(ents) > 0 {
+	// A CLI killed while hung (r.hung) cleans up nothing; its cgroup is
+	// reaped (reap) as a dead supervisor's is.
+	if ents, _ := os.ReadDir(r.tmp); len(ents) > 0 && !r.hung {
 		t.Errorf("temp files left in the CLI's TMPDIR: %v", ents)
 	}
 	if _, err := os.Stat(filepath.Join(r.out, "report.tmp")); err == nil {
@@ -600,6 +625,20 @@ func TestFaultInjection(t *testing.T) {
 			for attempt := 1; attempt <= 3; attempt++ {
 				r := h.run(t, args...)
 				collateral, missed := f.injected(r.calls)
+				if r.hung && missed != "" && len(collateral) > 0 && attempt < 3 {
+					// The ordinal hit only another thread's call, inside Go's
+					// own machinery: an EIO on os.StartProcess's exec-status
+					// pipe makes it wait for a child that waits for the CLI
+					// (ci3 of 2026-11-28, rootless). Not the case's target:
+					// its leftovers checked, then once more.
+					h.checkLeft(t, r, true)
+					t.Logf("attempt %d: another thread's call was hit and the CLI hung until killed at %v: %v", attempt, runLimit, collateral)
+					blocked = append(blocked, collateral...)
+					continue
+				}
+				if r.hung {
+					t.Errorf("the run hung until killed at %v (target missed: %q; other calls injected: %v)", runLimit, missed, collateral)
+				}
 				if r.crashed() && len(collateral) == 0 {
 					t.Errorf("the CLI crashed: exit %d\n%s", r.code, r.stderr)
 				}
@@ -749,7 +788,7 @@ func TestFaultSupervisorKilledDuringSetup(t *testing.T) {
 	os.Chmod(out, 0o777)
 	os.Mkdir(pidDir, 0o700)
 	word := marker()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
 	// A group stop, not a ptrace hold (delay_enter): a SIGKILL ends a
 	// stopped task at once, as it would a running one.
@@ -1033,7 +1072,7 @@ func TestFaultCgroupParentUnusable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ex.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
 	word := marker()
 	for _, lim := range []struct {
