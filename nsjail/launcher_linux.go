@@ -629,10 +629,12 @@ func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File, pr
 		s.pid, s.pidfd = pid, pidfd
 	}
 	started <- nil
+	// In the poller, not holding a P (awaitExit): endGroup's waitid and
+	// the reap below then return at once.
+	awaitExit(s.cmd.Process.Pid)
 	if process {
 		s.endGroup() // before the reap below
 	}
-	awaitExit(s.cmd.Process.Pid) // in the poller, not holding a P (awaitExit)
 	s.waitErr = s.cmd.Wait()
 	s.drainOutput()
 	s.mu.Lock()
