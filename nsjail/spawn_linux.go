@@ -23,7 +23,7 @@ import (
 // with the supervisor's thread. See spawn.c for the ordering.
 
 // spawnSteps names the helper's steps, by the number it reports.
-var spawnSteps = []string{"ok", "arguments", "clone", "uid_map", "setgroups", "gid_map", "sync", "credentials", "exec"}
+var spawnSteps = []string{"ok", "arguments", "clone", "uid_map", "setgroups", "gid_map", "sync", "credentials", "exec", "affinity"}
 
 // spawnReportSize is the report's fixed size: step, errno, pid (int32s).
 const spawnReportSize = 12

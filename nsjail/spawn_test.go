@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
+	"golang.org/x/sys/unix"
 )
 
 // launchers are the two ways an init starts: forked by the supervisor
@@ -68,6 +69,24 @@ func TestSpawnHelper(t *testing.T) {
 			t.Run("exit code", func(t *testing.T) {
 				if res := run(t, pol, "/bin/sh", "-c", "echo out; exit 7"); res.Status != nsjail.StatusExited || res.ExitCode != 7 || res.Stdout != "out\n" {
 					t.Errorf("%+v", res)
+				}
+			})
+			// The helper pins its child to its own CPU for the child's
+			// first steps (cmd/airlock-spawn: pinToThisCPU); the init and
+			// the program must have the caller's affinity all the same.
+			t.Run("affinity", func(t *testing.T) {
+				var want unix.CPUSet
+				if err := unix.SchedGetaffinity(0, &want); err != nil {
+					t.Fatal(err)
+				}
+				if want.Count() < 2 {
+					t.Skipf("this process may run on %d CPU: a pin to one changes nothing here", want.Count())
+				}
+				res := run(t, pol, "/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status /proc/1/status")
+				self := procStatus(t, os.Getpid())["Cpus_allowed_list"]
+				w := "/proc/self/status:Cpus_allowed_list:\t" + self + "\n/proc/1/status:Cpus_allowed_list:\t" + self + "\n"
+				if res.Status != nsjail.StatusOK || res.Stdout != w {
+					t.Errorf("got %+v, want the program and the init on this process's CPUs %s", res, self)
 				}
 			})
 			t.Run("fault", func(t *testing.T) {
