@@ -308,6 +308,7 @@ func notifyWaiter(fd int, exited <-chan struct{}) (wait func() (int16, error), d
 		_, err := unix.Poll(fds, timeout)
 		return fds[0].Revents, err
 	}
+	blocking := func() (int16, error) { return poll(1000) }
 	if unix.SetNonblock(fd, true) == nil {
 		f := os.NewFile(uintptr(fd), "seccomp-listener")
 		rc, err := f.SyscallConn()
@@ -331,9 +332,9 @@ func notifyWaiter(fd int, exited <-chan struct{}) (wait func() (int16, error), d
 		}
 		// Not in the poller: f only wraps fd, which the blocking waits
 		// below use; done closes it through f.
-		return func() (int16, error) { return poll(1000) }, func() { f.Close() }
+		return blocking, func() { f.Close() }
 	}
-	return func() (int16, error) { return poll(1000) }, func() { unix.Close(fd) }
+	return blocking, func() { unix.Close(fd) }
 }
 
 // Pid returns the host pid of the sandbox's init (its pid 1).

@@ -24,8 +24,9 @@ const (
 // heapChunk is what one call populates where the window is not mapped
 // whole: it then goes in chunks, and stops at the first that fails,
 // where the heap's mapped part ends (the arena's rest is reserved,
-// PROT_NONE, until the heap grows into it: EINVAL). The heap is mapped in 64 KiB multiples at least, so the
-// first chunk, which holds the first object, is mapped.
+// PROT_NONE, until the heap grows into it: EINVAL). The heap is mapped
+// in 64 KiB multiples at least, so the first chunk, which holds the
+// first object, is mapped.
 const heapChunk = 64 << 10
 
 // Heap is where PopulateHeap populated the heap: the window it was

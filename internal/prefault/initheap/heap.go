@@ -1,7 +1,0 @@
-//go:build linux && (amd64 || arm64)
-
-package initheap
-
-import "github.com/airlock-sandbox/airlock/internal/prefault"
-
-func init() { prefault.PopulateHeap(prefault.InitHeapWindow) }
