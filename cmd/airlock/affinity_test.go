@@ -3,32 +3,12 @@ package main
 import (
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"golang.org/x/sys/unix"
 )
-
-// onThreadWithCPUs runs f on a thread of its own whose CPU affinity is
-// set: a process f starts inherits it. The thread ends with f.
-func onThreadWithCPUs(t *testing.T, set *unix.CPUSet, f func()) {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := unix.SchedSetaffinity(0, set); err != nil {
-			done <- err
-			return
-		}
-		f()
-		done <- nil
-	}()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-}
 
 // The program runs on its caller's CPUs, all of them or one, however the
 // CLI starts it: the spawn helper pins the init's process to its own CPU
@@ -63,7 +43,7 @@ func TestCLIAffinity(t *testing.T) {
 			t.Run(name+"/"+setName, func(t *testing.T) {
 				var code int
 				var want, out, errs string
-				onThreadWithCPUs(t, set, func() {
+				onThread(t, func() error { return unix.SchedSetaffinity(0, set) }, func() {
 					b, err := exec.Command("/bin/sh", "-c", read).Output()
 					if err != nil {
 						t.Error(err)

@@ -15,15 +15,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// onThreadWithSlack runs f on a thread of its own whose timer slack is
-// slack: a process f starts inherits it (the fork is made on the calling
-// thread). The thread ends with f (locked, never unlocked).
-func onThreadWithSlack(t *testing.T, slack uint64, f func()) {
+// onThread runs f on a thread of its own, after set has set an attribute
+// of that thread (its timer slack, its CPUs): a process f starts
+// inherits it (the fork is made on the calling thread). The thread ends
+// with f (locked, never unlocked).
+func onThread(t *testing.T, set func() error, f func()) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0); err != nil {
+		if err := set(); err != nil {
 			done <- err
 			return
 		}
@@ -33,6 +34,13 @@ func onThreadWithSlack(t *testing.T, slack uint64, f func()) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// onThreadWithSlack runs f on a thread of its own whose timer slack is
+// slack.
+func onThreadWithSlack(t *testing.T, slack uint64, f func()) {
+	t.Helper()
+	onThread(t, func() error { return unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0) }, f)
 }
 
 // The CLI runs with a timer slack of its own (launchabi.InitTimerSlack,
