@@ -37,7 +37,10 @@
 //     root (a uid change clears it), acks, and execs only on the helper's
 //     answer: a helper that died before it answered is EOF (the init
 //     exits), one that dies after kills the init;
-//   - the init is pid 1 of its pid namespace: its death kills the rest.
+//   - the init is pid 1 of its pid namespace: its death kills the rest;
+//   - the child runs on the helper's CPU from the clone until just before
+//     the init's exec, where it takes back the helper's affinity, its
+//     caller's (step affinity if it cannot: no init starts pinned).
 //
 // Run as "airlock-reaper" it is instead the sandbox's pid 1 (see reaper
 // below and internal/jailinit/reaper_linux.go).
@@ -1133,12 +1136,6 @@ void start(long *sp) {
 		SYS(__NR_close, errp[0], 0, 0);
 		child(syncp[0], errp[1], argv[8], argv + 9, envp);
 	}
-	// The helper keeps nothing of the sandbox: not its stdio, channels or
-	// tasks files (the init has its own copies; a pipe whose reader died
-	// must break for the supervisor), nor the cgroup directory. Those are
-	// fds 0 to the highest argument fd; the pipes were made after them.
-	// (syncp[0] stays open here until the child is done with it: a write
-	// to a pipe without a reader would kill us with SIGPIPE.)
 	// The child first runs on this CPU, which is free once we wait for
 	// it below; left to the scheduler it is often queued behind the
 	// supervisor's busy thread on the other CPU while this one idles (a
@@ -1147,6 +1144,12 @@ void start(long *sp) {
 	// that was up to 0.9 ms of a cold start. It is a hint; the child
 	// restores the affinity (child(): the same mask) before its exec.
 	pinToThisCPU(pid);
+	// The helper keeps nothing of the sandbox: not its stdio, channels or
+	// tasks files (the init has its own copies; a pipe whose reader died
+	// must break for the supervisor), nor the cgroup directory. Those are
+	// fds 0 to the highest argument fd; the pipes were made after them.
+	// (syncp[0] stays open here until the child is done with it: a write
+	// to a pipe without a reader would kill us with SIGPIPE.)
 	SYS(__NR_close, errp[1], 0, 0);
 	for (int fd = 0; fd <= last; fd++)
 		if (fd != reportfd)
