@@ -15,7 +15,6 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
-	"golang.org/x/sys/unix"
 )
 
 // launchers are the two ways an init starts: forked by the supervisor
@@ -75,13 +74,7 @@ func TestSpawnHelper(t *testing.T) {
 			// first steps (cmd/airlock-spawn: pinToThisCPU); the init and
 			// the program must have the caller's affinity all the same.
 			t.Run("affinity", func(t *testing.T) {
-				var want unix.CPUSet
-				if err := unix.SchedGetaffinity(0, &want); err != nil {
-					t.Fatal(err)
-				}
-				if want.Count() < 2 {
-					t.Skipf("this process may run on %d CPU: a pin to one changes nothing here", want.Count())
-				}
+				testutil.RequireCPUs(t, 2)
 				res := run(t, pol, "/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status /proc/1/status")
 				self := procStatus(t, os.Getpid())["Cpus_allowed_list"]
 				w := "/proc/self/status:Cpus_allowed_list:\t" + self + "\n/proc/1/status:Cpus_allowed_list:\t" + self + "\n"

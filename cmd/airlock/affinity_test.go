@@ -18,13 +18,7 @@ func TestCLIAffinity(t *testing.T) {
 	testutil.RequireUserNS(t)
 	bin := filepath.Join(testutil.BinDir(t), "airlock")
 	testutil.RequireFeature(t, "airlock built by scripts/build", testutil.Exists(bin))
-	var all unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &all); err != nil {
-		t.Fatal(err)
-	}
-	if all.Count() < 2 {
-		t.Skipf("this process may run on %d CPU: the program's CPUs cannot differ from it", all.Count())
-	}
+	all := testutil.RequireCPUs(t, 2)
 	last := -1
 	for c := 0; c < len(all)*64; c++ {
 		if all.IsSet(c) {

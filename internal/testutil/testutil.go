@@ -89,6 +89,19 @@ func RequireFeature(t testing.TB, feature string, ok bool) {
 	t.Skipf("host lacks %s", feature)
 }
 
+// RequireCPUs requires that this process may run on at least n CPUs, and
+// returns the set it may run on (a CI host must have them: a test of
+// what a pin to one CPU changes can prove nothing on one).
+func RequireCPUs(t testing.TB, n int) unix.CPUSet {
+	t.Helper()
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	RequireFeature(t, strconv.Itoa(n)+" CPUs this process may run on (it has "+strconv.Itoa(set.Count())+")", set.Count() >= n)
+	return set
+}
+
 // RequireBinary requires an executable on the host PATH under /usr (what
 // the sandbox sees) and returns its path.
 func RequireBinary(t testing.TB, name string) string {
