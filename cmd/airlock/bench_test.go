@@ -39,6 +39,10 @@ const (
 	// benchTableEnv names the file the markdown table is written to;
 	// without it the table goes to the benchmark log.
 	benchTableEnv = "AIRLOCK_BENCH_TABLE"
+	// benchSkeletonEnv names a prebuilt testdata/skeleton (scripts/vmbench
+	// runs the test binary away from the source); without it the
+	// benchmark builds one.
+	benchSkeletonEnv = "AIRLOCK_BENCH_SKELETON"
 )
 
 // benchPayload is a program every row runs, by absolute path: the
@@ -270,9 +274,27 @@ func airlockBinary(b *testing.B) string {
 	return bin
 }
 
+// skeletonRow runs the payload under testdata/skeleton: benchSkeletonEnv's,
+// or one it builds without cgo, as scripts/build builds the CLI.
+func skeletonRow(b *testing.B, env []string) *benchRow {
+	bin := os.Getenv(benchSkeletonEnv)
+	if bin == "" {
+		bin = filepath.Join(b.TempDir(), "skeleton")
+		cmd := exec.Command("go", "build", "-o", bin, "./testdata/skeleton")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("go build ./testdata/skeleton (or set %s): %v\n%s", benchSkeletonEnv, err, out)
+		}
+	}
+	r := commandRow("Go skeleton: a Go process, a Go child in the 7 namespaces, no sandbox", "skeleton", env, []string{bin})
+	r.required = true
+	return r
+}
+
 // BenchmarkColdStart runs /bin/true and `python3 -I -S -c pass` bare,
 // under `airlock run` (default policy) and under the peers installed here
-// (bwrap, firejail, unshare with airlock's namespaces, nsjail), in
+// (bwrap, firejail, unshare with airlock's namespaces, nsjail), and the
+// Go skeleton of airlock's cold start without the sandbox, in
 // interleaved rounds so that every row shares the machine's noise: each
 // b.Loop iteration runs every row once per payload, starting from a
 // different row each time. Then it measures throughput, 2*N runs of
@@ -309,6 +331,12 @@ func BenchmarkColdStart(b *testing.B) {
 	} else {
 		rows = append(rows, &benchRow{name: "unshare -UpnmiuC", key: "unshare", unavailable: "not installed (util-linux)"})
 	}
+	// What is left of a cold start shaped like airlock's once the sandbox
+	// is gone (testdata/skeleton): a static Go caller, a Go child in the
+	// same seven namespaces, the program. The distance from this row to
+	// airlock's is what the sandbox and its supervision cost; this row's
+	// distance to bwrap's is the headroom the shape leaves them.
+	rows = append(rows, skeletonRow(b, env))
 	if p, err := exec.LookPath("nsjail"); err == nil {
 		rows = append(rows, commandRow("nsjail", "nsjail", env, nsjailPrefix(p, root)))
 	} else {
