@@ -274,9 +274,10 @@ func airlockBinary(b *testing.B) string {
 	return bin
 }
 
-// skeletonRow runs the payload under testdata/skeleton: benchSkeletonEnv's,
-// or one it builds without cgo, as scripts/build builds the CLI.
-func skeletonRow(b *testing.B, env []string) *benchRow {
+// skeletonRows run the payload under testdata/skeleton, without and with
+// -mounts: benchSkeletonEnv's, or one it builds without cgo, as
+// scripts/build builds the CLI.
+func skeletonRows(b *testing.B, env []string) []*benchRow {
 	bin := os.Getenv(benchSkeletonEnv)
 	if bin == "" {
 		bin = filepath.Join(b.TempDir(), "skeleton")
@@ -286,9 +287,14 @@ func skeletonRow(b *testing.B, env []string) *benchRow {
 			b.Fatalf("go build ./testdata/skeleton (or set %s): %v\n%s", benchSkeletonEnv, err, out)
 		}
 	}
-	r := commandRow("Go skeleton: a Go process, a Go child in the 7 namespaces, no sandbox", "skeleton", env, []string{bin})
-	r.required = true
-	return r
+	rows := []*benchRow{
+		commandRow("Go skeleton (no sandbox)", "skeleton", env, []string{bin}),
+		commandRow("Go skeleton + bwrap's mounts", "skeleton-mounts", env, []string{bin, "-mounts"}),
+	}
+	for _, r := range rows {
+		r.required = true
+	}
+	return rows
 }
 
 // BenchmarkColdStart runs /bin/true and `python3 -I -S -c pass` bare,
@@ -333,10 +339,11 @@ func BenchmarkColdStart(b *testing.B) {
 	}
 	// What is left of a cold start shaped like airlock's once the sandbox
 	// is gone (testdata/skeleton): a static Go caller, a Go child in the
-	// same seven namespaces, the program. The distance from this row to
-	// airlock's is what the sandbox and its supervision cost; this row's
-	// distance to bwrap's is the headroom the shape leaves them.
-	rows = append(rows, skeletonRow(b, env))
+	// same seven namespaces, the program; and the same child making
+	// bwrap's mounts first. The distance from these rows to airlock's is
+	// what the sandbox and its supervision cost; their distance to
+	// bwrap's is the headroom the shape leaves them.
+	rows = append(rows, skeletonRows(b, env)...)
 	if p, err := exec.LookPath("nsjail"); err == nil {
 		rows = append(rows, commandRow("nsjail", "nsjail", env, nsjailPrefix(p, root)))
 	} else {
