@@ -7,8 +7,11 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 )
@@ -45,7 +48,7 @@ func TestCLIStartEnvironment(t *testing.T) {
 				cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 					return strings.HasPrefix(kv, "GOMAXPROCS=") || strings.HasPrefix(kv, "GODEBUG=")
 				})
-				cmd.Env = append(cmd.Env, "AIRLOCK_T_PASSED=x y", "GODEBUG=schedtrace=100000")
+				cmd.Env = append(cmd.Env, "AIRLOCK_T_PASSED=x y", "GODEBUG=schedtrace="+strconv.FormatInt(schedtracePeriod(t), 10))
 				if caller != "" {
 					cmd.Env = append(cmd.Env, "GOMAXPROCS="+caller)
 				}
@@ -82,6 +85,21 @@ func TestCLIStartEnvironment(t *testing.T) {
 			})
 		}
 	}
+}
+
+// schedtracePeriod is a GODEBUG=schedtrace period, in ms, with which the
+// runtime's monitor thread prints a trace at its first cycle and no
+// other before a run ends. The monitor prints when CLOCK_MONOTONIC,
+// which counts from the machine's boot, has passed its last trace (0 at
+// the start) by the period: a period longer than the uptime, as 100 s is
+// in a guest booted for a test pass, prints nothing at the start. Half
+// the uptime: the first cycle prints, the next comes that much later.
+func schedtracePeriod(t *testing.T) int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatal(err)
+	}
+	return max(1, ts.Nano()/2e6)
 }
 
 // The CLI's entry maps its image ahead (internal/prefault) before
