@@ -33,6 +33,7 @@ func TestCLIStartEnvironment(t *testing.T) {
 	show := "env | grep -E '^(GOMAXPROCS|AIRLOCK_T_PASSED)=' | sort"
 	pass := []string{"--env-pass", "GOMAXPROCS", "--env-pass", "AIRLOCK_T_PASSED"}
 	sched := regexp.MustCompile(`(?m)^SCHED 0ms: gomaxprocs=(\d+) `)
+	trace := "GODEBUG=schedtrace=" + strconv.FormatInt(schedtracePeriod(t), 10)
 	for _, caller := range []string{"", "3"} {
 		for name, c := range map[string]struct {
 			args  []string
@@ -48,7 +49,7 @@ func TestCLIStartEnvironment(t *testing.T) {
 				cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 					return strings.HasPrefix(kv, "GOMAXPROCS=") || strings.HasPrefix(kv, "GODEBUG=")
 				})
-				cmd.Env = append(cmd.Env, "AIRLOCK_T_PASSED=x y", "GODEBUG=schedtrace="+strconv.FormatInt(schedtracePeriod(t), 10))
+				cmd.Env = append(cmd.Env, "AIRLOCK_T_PASSED=x y", trace)
 				if caller != "" {
 					cmd.Env = append(cmd.Env, "GOMAXPROCS="+caller)
 				}
