@@ -106,7 +106,7 @@ run_pass() {
 # the cgroup v2 guest (scripts/vmrun.sh), in WORK (the guest's read-write
 # share of it), through scripts/vm-suite, which writes each binary's log,
 # exit status and seconds to WORK/vm-NAME/. An emulated guest may stall
-# (rarely: seen once in ~60 guest boots): if the guest timed out or died,
+# (rarely: twice in about 70 guest boots): if the guest timed out or died,
 # or a binary hit its test timeout, the binaries that stalled or never
 # finished run once more in a second boot, loudly, with the first
 # attempt's tail printed; a binary that finished and failed is never
@@ -122,11 +122,12 @@ vm_boot() {
   for try in 1 2; do
     mkdir -p "$out/$try"
     # The guest's own lines (one per binary as it ends, vmrun's errors)
-    # show indented, and stay in guest.log.
+    # show indented, and stay in guest.log, as do vm-suite's heartbeats,
+    # which do not show.
     set +e
     (cd "$work" && "$here/scripts/vmrun.sh" "$here/scripts/vm-suite" "$out/$try" "${todo[*]}" \
         -test.v -test.count=1 -test.timeout="$test_timeout" -test.skip="$guest_skip" -- "$@" env -i "${env[@]}") 2>&1 |
-      tee "$out/$try/guest.log" | sed -u 's/^/  /'
+      tee "$out/$try/guest.log" | sed -u '/^vm-suite: alive: /d; s/^/  /'
     rc=${PIPESTATUS[0]}
     set -e
     # Which binaries stalled (test timeout) or never finished (no rc)?
@@ -186,11 +187,13 @@ vm_boots() {
   # run; the VM's limit is for the pass as a whole.
   # 10 minutes a binary: cmd/airlock takes about 4 in the guest.
   export VMRUN_TIMEOUT=${AIRLOCK_VM_TIMEOUT:-3000}
-  # The guest writes a line as each binary ends, so a healthy one is never
-  # silent much longer than a binary's timeout; one that is has stalled
-  # (one boot did, before its first binary: 27 minutes without a line),
-  # and the second boot can start then rather than at VMRUN_TIMEOUT.
-  export VMRUN_IDLE_TIMEOUT=${AIRLOCK_VM_IDLE:-900}
+  # The guest writes a line as each binary ends, and vm-suite's heartbeat
+  # one a minute while a binary runs (up to 12 minutes of it), so a
+  # healthy guest is never silent for minutes; one that is has stalled
+  # (two boots did, in their first binary: 27 minutes without a line, and
+  # on 2026-11-29 15 minutes until this timeout, then 900 s), and the
+  # second boot can start then rather than at VMRUN_TIMEOUT.
+  export VMRUN_IDLE_TIMEOUT=${AIRLOCK_VM_IDLE:-300}
   test_timeout=10m pass_env=$guest_env vm_boot vm-root "$1"
   test_timeout=10m pass_env="$guest_env AIRLOCK_TEST_DELEGATED=1" vm_boot vm-rootless "$1" "$root/scripts/vm-delegated"
 }
