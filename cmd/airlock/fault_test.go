@@ -246,7 +246,10 @@ var faults = []fault{
 	{name: "mkdirat/workspace", inj: []inject{errInj("mkdirat", "EACCES", `"workspace"`)}, stage: "rootfs: tmpfs /workspace: workspace"},
 	{name: "mkdirat/workspace-eexist", inj: []inject{errInj("mkdirat", "EEXIST", `"workspace"`)}, stage: "rootfs: tmpfs /workspace: workspace"},
 	{name: "move_mount/usr", inj: []inject{{syscall: "move_mount", errno: "EPERM", after: `, "usr", 0755`}}, stage: "rootfs: bind /usr: move_mount"},
-	{name: "openat/etc-passwd", inj: []inject{errInj("openat", "EACCES", `"passwd"`)}, stage: "rootfs: file /etc/passwd"},
+	// The init opens the file by its name in /etc's dir fd, on whichever
+	// of its threads Go runs it: -P on that relative name makes it the only
+	// openat traced, so the first is the target on any thread.
+	{name: "openat/etc-passwd", inj: []inject{{syscall: "openat", errno: "EACCES", path: "passwd", when: 1, hit: `"passwd"`}}, stage: "rootfs: file /etc/passwd"},
 	{name: "fsopen/proc", inj: []inject{errInj("fsopen", "EPERM", `"proc"`)}, stage: "rootfs: proc /proc: fsopen proc"},
 	{name: "open_tree/cover-proc-sys", inj: []inject{errInj("open_tree", "EPERM", `"proc/sys"`)}, stage: "rootfs: cover /proc/sys: open_tree"},
 	{name: "mount_setattr/cover-proc-sys", inj: []inject{{syscall: "mount_setattr", errno: "EPERM", after: `"proc/sys"`}}, stage: "rootfs: cover /proc/sys: mount_setattr"},
