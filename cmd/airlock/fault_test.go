@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/bpfprog"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -158,7 +160,6 @@ type inject struct {
 	hit            string // what the tampered call must show; "" = match
 	path           string // -P: tamper only with calls on this path ...
 	when           int    // ... counting only those (no calibration)
-	ignore         string // a known side hit on the supervisor, harmless
 }
 
 // target returns the ordinal strace's when= needs for in's target, and
@@ -191,14 +192,16 @@ type fault struct {
 	stage  string // the error must name it; "" = the program runs, confined
 	exit   int    // expected exit code when refused; 0 = 125
 	cgroup string // "" or the cgroup backend the case needs (root here)
+	// outer: the CLI runs under a seccomp filter of its own (an outer
+	// one, as a container runtime's may be) that refuses every filter
+	// load with this errno, the init's included (denyFilterLoads). A
+	// per-thread strace ordinal cannot reach that load deterministically:
+	// the CLI's probes make seccomp calls of the same number first.
+	outer string
 }
 
 func errInj(syscall, errno, match string) inject {
 	return inject{syscall: syscall, errno: errno, match: match}
-}
-
-func seccompLoad(errno string) inject {
-	return inject{syscall: "seccomp", errno: errno, match: "{len=", ignore: "SECCOMP_RET_USER_NOTIF"}
 }
 
 // faults walks the setup in order: supervisor, init (internal/jailinit/init_linux.go
@@ -301,16 +304,16 @@ var faults = []fault{
 	{name: "landlock/restrict", inj: []inject{errInj("landlock_restrict_self", "EPERM", "")}, stage: "landlock"},
 	// The ready report, with the seccomp listener (one sendmsg).
 	{name: "sendmsg/ready", inj: []inject{errInj("sendmsg", "EPIPE", `"\n\1\0\1\0\0\0`)}, stage: "report ready"},
-	// The CLI's own probe for user notification may be the same ordinal
-	// on its thread: then the filter kills without naming; still a filter.
-	{name: "seccomp/load", inj: []inject{seccompLoad("EPERM")}, stage: "seccomp"},
-	{name: "seccomp/load-enosys", inj: []inject{seccompLoad("ENOSYS")}, stage: "seccomp"},
+	// The filter's load, refused by an outer filter: EPERM, and ENOSYS
+	// as a runtime's default profile gives a syscall it does not know.
+	{name: "seccomp/load", outer: "EPERM", stage: "seccomp"},
+	{name: "seccomp/load-enosys", outer: "ENOSYS", stage: "seccomp"},
 	// A late step fails and its report to the supervisor is lost (the
 	// write the init would make next): the supervisor must still not take
 	// the init's death for the program's exit.
 	// (The init retries the report, so one lost write still names the
 	// step.)
-	{name: "seccomp/load-report-lost", inj: []inject{seccompLoad("EPERM"),
+	{name: "seccomp/load-report-lost", outer: "EPERM", inj: []inject{
 		{syscall: "write", errno: "EPIPE", after: "{len=", hit: `\0\0\0\7seccomp`}}, stage: "seccomp"},
 	{name: "execve/program-report-lost", inj: []inject{errInj("execve", "EACCES", `/python3", ["python3"`),
 		{syscall: "write", errno: "EPIPE", after: `/python3", ["python3"`, hit: `\0\0\0\4exec`}}, stage: "exec", exit: 126},
@@ -384,6 +387,12 @@ const runLimit = 150 * time.Second
 // straceArgs, then checks that it left nothing behind.
 func (h *faultHarness) run(t *testing.T, straceArgs ...string) faultRun {
 	t.Helper()
+	return h.runEnv(t, nil, straceArgs...)
+}
+
+// runEnv is run with env added to the CLI's environment.
+func (h *faultHarness) runEnv(t *testing.T, env []string, straceArgs ...string) faultRun {
+	t.Helper()
 	dir, err := os.MkdirTemp(h.root, "run-")
 	if err != nil {
 		t.Fatal(err)
@@ -405,7 +414,7 @@ func (h *faultHarness) run(t *testing.T, straceArgs ...string) faultRun {
 	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, h.strace, args...)
-	cmd.Env = []string{"AIRLOCK_TEST_AS_CLI=1", "PATH=/usr/bin:/bin", "HOME=" + h.root, "XDG_CACHE_HOME=" + h.cache, "TMPDIR=" + tmp}
+	cmd.Env = append([]string{"AIRLOCK_TEST_AS_CLI=1", "PATH=/usr/bin:/bin", "HOME=" + h.root, "XDG_CACHE_HOME=" + h.cache, "TMPDIR=" + tmp}, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 10 * time.Second
@@ -537,7 +546,7 @@ func TestFaultInjection(t *testing.T) {
 	if p, err := cgroups.Find("", false); err == nil {
 		backend = p.Backend()
 	}
-	names := []string{"execve", "close_range"}
+	names := []string{"execve", "close_range", "seccomp"} // seccomp: the outer cases' anchor
 	for _, f := range faults {
 		for _, in := range f.inj {
 			if !slices.Contains(names, in.syscall) {
@@ -588,6 +597,9 @@ func TestFaultInjection(t *testing.T) {
 				t.Skipf("a %s case; this host's cgroups are %s", f.cgroup, backend)
 			}
 			trace := []string{"execve"}
+			if f.outer != "" {
+				trace = append(trace, "seccomp")
+			}
 			for _, in := range f.inj {
 				if !slices.Contains(trace, in.syscall) {
 					trace = append(trace, in.syscall)
@@ -624,9 +636,13 @@ func TestFaultInjection(t *testing.T) {
 			// supervisor-side ordinal can miss, and a supervisor thread
 			// can reach an init-side ordinal too: such runs are judged
 			// (they must be safe), then retried for a clean hit.
+			var env []string
+			if f.outer != "" {
+				env = []string{outerFilterEnv + "=" + f.outer}
+			}
 			var blocked []string
 			for attempt := 1; attempt <= 3; attempt++ {
-				r := h.run(t, args...)
+				r := h.runEnv(t, env, args...)
 				collateral, missed := f.injected(r.calls)
 				if r.hung && missed != "" && len(collateral) > 0 && attempt < 3 {
 					// The ordinal hit only another thread's call, inside Go's
@@ -665,6 +681,9 @@ func TestFaultInjection(t *testing.T) {
 					continue
 				}
 				points++
+				if f.outer != "" && !outerRefused(r.calls, f.outer) {
+					t.Errorf("the init's filter load was not refused with %s by the CLI's outer filter: the case tested nothing", f.outer)
+				}
 				if h.judge(t, f, r, len(collateral) > 0) {
 					ran++
 				} else {
@@ -685,6 +704,68 @@ func TestFaultInjection(t *testing.T) {
 	t.Logf("%d injection points exercised: %d failed closed, %d ran confined; %d not reachable in this mode", points, closed, ran, skipped)
 }
 
+// outerFilterEnv names the errno with which the CLI, before it starts,
+// makes every seccomp filter load of its process tree fail
+// (denyFilterLoads, from TestMain).
+const outerFilterEnv = "AIRLOCK_TEST_DENY_FILTER_LOADS"
+
+// denyFilterLoads installs, on every thread of this process and so on
+// every process it starts, a seccomp filter under which a filter load
+// (SECCOMP_SET_MODE_FILTER with a program) fails with errno; everything
+// else is allowed, the probes that load nothing included (their NULL
+// program fails with EFAULT as before).
+func denyFilterLoads(errno string) error {
+	var e syscall.Errno
+	for n := syscall.Errno(1); n < 256 && e == 0; n++ {
+		if unix.ErrnoName(n) == errno {
+			e = n
+		}
+	}
+	if e == 0 {
+		return fmt.Errorf("unknown errno %q", errno)
+	}
+	if runtime.GOARCH != "amd64" {
+		return fmt.Errorf("the outer filter is written for amd64, not %s", runtime.GOARCH)
+	}
+	const (
+		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		ret = unix.BPF_RET | unix.BPF_K
+	)
+	// struct seccomp_data: nr at 0, arch at 4, args[i] at 16+8i (the
+	// low half first on amd64).
+	prog := bpfprog.Program{
+		{Code: ld, K: 4},
+		{Code: jeq, K: unix.AUDIT_ARCH_X86_64, Jf: 8},
+		{Code: ld, K: 0},
+		{Code: jeq, K: unix.SYS_SECCOMP, Jf: 6},
+		{Code: ld, K: 16},
+		{Code: jeq, K: unix.SECCOMP_SET_MODE_FILTER, Jf: 4},
+		{Code: ld, K: 32},
+		{Code: jeq, K: 0, Jf: 3}, // the program's address: not NULL
+		{Code: ld, K: 36},
+		{Code: jeq, K: 0, Jf: 1},
+		{Code: ret, K: unix.SECCOMP_RET_ALLOW},
+		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(e)},
+	}
+	// no_new_privs on this thread, which the load (TSYNC) spreads to the
+	// others: required to load a filter without CAP_SYS_ADMIN.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	_, err := bpfprog.Load(prog, false)
+	return err
+}
+
+// outerRefused reports whether the init's filter load failed with errno.
+func outerRefused(calls []call, errno string) bool {
+	return slices.ContainsFunc(calls, func(c call) bool {
+		return c.name == "seccomp" && strings.Contains(c.text, "{len=") && strings.Contains(c.text, "= -1 "+errno+" ")
+	})
+}
+
 // injected returns the tampered calls that were not the targets, and the
 // first target that was not tampered with ("" = all were).
 func (f fault) injected(calls []call) (collateral []string, missed string) {
@@ -701,9 +782,6 @@ func (f fault) injected(calls []call) (collateral []string, missed string) {
 			}
 			if c.name == in.syscall && strings.Contains(c.text, want) {
 				hit[i], found = true, true
-			}
-			if in.ignore != "" && strings.Contains(c.text, in.ignore) {
-				found = true
 			}
 		}
 		if !found {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,12 @@ func TestMain(m *testing.M) {
 	// The test binary doubles as the airlock CLI in a process of its own
 	// (fault_test.go runs it under strace).
 	if os.Getenv("AIRLOCK_TEST_AS_CLI") == "1" {
+		if errno := os.Getenv(outerFilterEnv); errno != "" {
+			if err := denyFilterLoads(errno); err != nil {
+				fmt.Fprintln(os.Stderr, "airlock test: the outer filter:", err)
+				os.Exit(3)
+			}
+		}
 		os.Exit(process(os.Args[1:]))
 	}
 	if os.Getenv(benchReaperEnv) == "1" {
