@@ -197,7 +197,7 @@ type fault struct {
 	// load with this errno, the init's included (denyFilterLoads). A
 	// per-thread strace ordinal cannot reach that load deterministically:
 	// the CLI's probes make seccomp calls of the same number first.
-	outer string
+	outer syscall.Errno
 }
 
 func errInj(syscall, errno, match string) inject {
@@ -306,14 +306,14 @@ var faults = []fault{
 	{name: "sendmsg/ready", inj: []inject{errInj("sendmsg", "EPIPE", `"\n\1\0\1\0\0\0`)}, stage: "report ready"},
 	// The filter's load, refused by an outer filter: EPERM, and ENOSYS
 	// as a runtime's default profile gives a syscall it does not know.
-	{name: "seccomp/load", outer: "EPERM", stage: "seccomp"},
-	{name: "seccomp/load-enosys", outer: "ENOSYS", stage: "seccomp"},
+	{name: "seccomp/load", outer: unix.EPERM, stage: "seccomp"},
+	{name: "seccomp/load-enosys", outer: unix.ENOSYS, stage: "seccomp"},
 	// A late step fails and its report to the supervisor is lost (the
 	// write the init would make next): the supervisor must still not take
 	// the init's death for the program's exit.
 	// (The init retries the report, so one lost write still names the
 	// step.)
-	{name: "seccomp/load-report-lost", outer: "EPERM", inj: []inject{
+	{name: "seccomp/load-report-lost", outer: unix.EPERM, inj: []inject{
 		{syscall: "write", errno: "EPIPE", after: "{len=", hit: `\0\0\0\7seccomp`}}, stage: "seccomp"},
 	{name: "execve/program-report-lost", inj: []inject{errInj("execve", "EACCES", `/python3", ["python3"`),
 		{syscall: "write", errno: "EPIPE", after: `/python3", ["python3"`, hit: `\0\0\0\4exec`}}, stage: "exec", exit: 126},
@@ -597,7 +597,7 @@ func TestFaultInjection(t *testing.T) {
 				t.Skipf("a %s case; this host's cgroups are %s", f.cgroup, backend)
 			}
 			trace := []string{"execve"}
-			if f.outer != "" {
+			if f.outer != 0 {
 				trace = append(trace, "seccomp")
 			}
 			for _, in := range f.inj {
@@ -637,8 +637,8 @@ func TestFaultInjection(t *testing.T) {
 			// can reach an init-side ordinal too: such runs are judged
 			// (they must be safe), then retried for a clean hit.
 			var env []string
-			if f.outer != "" {
-				env = []string{outerFilterEnv + "=" + f.outer}
+			if f.outer != 0 {
+				env = []string{outerFilterEnv + "=" + strconv.Itoa(int(f.outer))}
 			}
 			var blocked []string
 			for attempt := 1; attempt <= 3; attempt++ {
@@ -681,8 +681,8 @@ func TestFaultInjection(t *testing.T) {
 					continue
 				}
 				points++
-				if f.outer != "" && !outerRefused(r.calls, f.outer) {
-					t.Errorf("the init's filter load was not refused with %s by the CLI's outer filter: the case tested nothing", f.outer)
+				if f.outer != 0 && !outerRefused(r.calls, f.outer) {
+					t.Errorf("the init's filter load was not refused with %s by the CLI's outer filter: the case tested nothing", unix.ErrnoName(f.outer))
 				}
 				if h.judge(t, f, r, len(collateral) > 0) {
 					ran++
@@ -704,9 +704,9 @@ func TestFaultInjection(t *testing.T) {
 	t.Logf("%d injection points exercised: %d failed closed, %d ran confined; %d not reachable in this mode", points, closed, ran, skipped)
 }
 
-// outerFilterEnv names the errno with which the CLI, before it starts,
-// makes every seccomp filter load of its process tree fail
-// (denyFilterLoads, from TestMain).
+// outerFilterEnv gives the errno, as a number, with which the CLI makes
+// every seccomp filter load of its process tree fail, from before it
+// starts (denyFilterLoads, from TestMain).
 const outerFilterEnv = "AIRLOCK_TEST_DENY_FILTER_LOADS"
 
 // denyFilterLoads installs, on every thread of this process and so on
@@ -714,16 +714,7 @@ const outerFilterEnv = "AIRLOCK_TEST_DENY_FILTER_LOADS"
 // (SECCOMP_SET_MODE_FILTER with a program) fails with errno; everything
 // else is allowed, the probes that load nothing included (their NULL
 // program fails with EFAULT as before).
-func denyFilterLoads(errno string) error {
-	var e syscall.Errno
-	for n := syscall.Errno(1); n < 256 && e == 0; n++ {
-		if unix.ErrnoName(n) == errno {
-			e = n
-		}
-	}
-	if e == 0 {
-		return fmt.Errorf("unknown errno %q", errno)
-	}
+func denyFilterLoads(e syscall.Errno) error {
 	if runtime.GOARCH != "amd64" {
 		return fmt.Errorf("the outer filter is written for amd64, not %s", runtime.GOARCH)
 	}
@@ -759,10 +750,10 @@ func denyFilterLoads(errno string) error {
 	return err
 }
 
-// outerRefused reports whether the init's filter load failed with errno.
-func outerRefused(calls []call, errno string) bool {
+// outerRefused reports whether the init's filter load failed with e.
+func outerRefused(calls []call, e syscall.Errno) bool {
 	return slices.ContainsFunc(calls, func(c call) bool {
-		return c.name == "seccomp" && strings.Contains(c.text, "{len=") && strings.Contains(c.text, "= -1 "+errno+" ")
+		return c.name == "seccomp" && strings.Contains(c.text, "{len=") && strings.Contains(c.text, "= -1 "+unix.ErrnoName(e)+" ")
 	})
 }
 

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
@@ -19,8 +21,12 @@ func TestMain(m *testing.M) {
 	// The test binary doubles as the airlock CLI in a process of its own
 	// (fault_test.go runs it under strace).
 	if os.Getenv("AIRLOCK_TEST_AS_CLI") == "1" {
-		if errno := os.Getenv(outerFilterEnv); errno != "" {
-			if err := denyFilterLoads(errno); err != nil {
+		if v := os.Getenv(outerFilterEnv); v != "" {
+			errno, err := strconv.Atoi(v)
+			if err == nil {
+				err = denyFilterLoads(syscall.Errno(errno))
+			}
+			if err != nil {
 				fmt.Fprintln(os.Stderr, "airlock test: the outer filter:", err)
 				os.Exit(3)
 			}
