@@ -677,9 +677,10 @@ func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, er
 		}
 	}
 	if enf.Process() {
-		if (p.UID != nil || p.GID != nil || req.TTY != nil) && !p.BestEffort {
+		if p.UID != nil || p.GID != nil || req.TTY != nil {
 			// No user namespace to map them in, no reaper to hand a
-			// terminal to: refused, not ignored.
+			// terminal to: refused, not ignored, best_effort or not (a
+			// result has no field that would say they were dropped).
 			return nsjail.Spec{}, policy.Invalid("uid", "inside ids (uid, gid) and --tty need the namespaces backend; the process backend runs as a host uid")
 		}
 		return e.processSpec(req, p, enf, rl, limits, filter)

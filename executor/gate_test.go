@@ -80,7 +80,7 @@ func TestProcessBackendNetNone(t *testing.T) {
 		t.Fatalf("refused, yet the host's listener saw %d connections", n)
 	}
 
-	res, err = run(policy.Policy{Backend: "process", Net: policy.NetNone, BestEffort: true})
+	res, err = run(policy.Policy{Backend: "process", Net: policy.NetNone, BestEffort: policy.DegradeNetwork})
 	if err != nil || res.Status != nsjail.StatusOK || res.Stdout != "reached\n" || !slices.Contains(res.Enforced.NotEnforced, "network isolation") {
 		t.Fatalf("process backend, net none, best effort: %+v, %v; want a run that reached the host and lists network isolation as not enforced", res, err)
 	}
@@ -138,7 +138,7 @@ func TestFieldsReachSpec(t *testing.T) {
 		} else {
 			// Explicit limits without a cgroup: per-process rlimits,
 			// only with best_effort, and listed.
-			p.BestEffort, want = true, append(want, "memory", "pids")
+			p.BestEffort, want = policy.DegradeLimits, append(want, "memory", "pids")
 		}
 		if backend == "namespaces" {
 			p.Chdir = "/srv"

@@ -200,7 +200,7 @@ func TestProcessLandlock(t *testing.T) {
 		}
 		defer bare.Close()
 		executor.SimulateLandlock(bare, 0)
-		res, sig := run(t, bare, policy.Policy{Backend: "process", BestEffort: true})
+		res, sig := run(t, bare, policy.Policy{Backend: "process", BestEffort: policy.DegradeLandlock | policy.DegradeNetwork})
 		if res.Enforced.Landlock != 0 {
 			t.Fatalf("enforced %+v, want no landlock", res.Enforced)
 		}
@@ -313,7 +313,7 @@ func TestLanguagesProcessLandlock(t *testing.T) {
 		runLanguages(t, ex, policy.Policy{Backend: "process", Net: policy.NetNone}, check(false))
 	})
 	t.Run("fallback", func(t *testing.T) {
-		p := policy.Policy{BestEffort: true}
+		p := policy.Policy{BestEffort: policy.DegradeNamespaces}
 		runLanguages(t, ex, p, check(true))
 		dir := openDir(t, "/var/tmp")
 		secret := fmt.Sprintf("canary-%d", time.Now().UnixNano())

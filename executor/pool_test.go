@@ -133,7 +133,9 @@ func TestWarmPool(t *testing.T) {
 	// Another jail (here: more memory) runs cold, correctly.
 	other := pol
 	other.Memory = 2 * policy.DefaultMemory
-	other.BestEffort = !testutil.ExpectCgroups()
+	if !testutil.ExpectCgroups() {
+		other.BestEffort = policy.DegradeLimits
+	}
 	res, err = ex.Execute(t.Context(), executor.Request{Args: []string{"echo", "cold"}, Policy: other})
 	if err != nil || res.Stdout != "cold\n" || ex.PoolStats().Warm != warmRuns {
 		t.Errorf("other policy: %v %+v %+v", err, res, ex.PoolStats())

@@ -69,7 +69,7 @@ func TestProcessBackendOnlyByChoice(t *testing.T) {
 	if !errors.As(err, &u) || u.Control != "namespaces" || u.Check != policy.CheckUserNS || !strings.Contains(u.Error(), "enable them") {
 		t.Fatalf("no namespaces, no best effort: %v", err)
 	}
-	res, err = ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: policy.Policy{BestEffort: true}})
+	res, err = ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: policy.Policy{BestEffort: policy.DegradeNamespaces}})
 	if err != nil || res.Status != nsjail.StatusOK || res.Enforced.Backend != "process" || !slices.Contains(res.Enforced.NotEnforced, "namespaces") {
 		t.Fatalf("best effort fallback: %v %+v", err, res)
 	}
@@ -77,7 +77,7 @@ func TestProcessBackendOnlyByChoice(t *testing.T) {
 		t.Errorf("capabilities without namespaces: %+v", c)
 	}
 	if _, err := ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: policy.Policy{Backend: "process",
-		Mounts: []policy.Mount{{Type: policy.MountTmpfs, Target: "/x"}}, BestEffort: true}}); !errors.Is(err, executor.ErrUnsupported) {
+		Mounts: []policy.Mount{{Type: policy.MountTmpfs, Target: "/x"}}, BestEffort: policy.DegradeNamespaces | policy.DegradeLandlock | policy.DegradeNetwork}}); !errors.Is(err, executor.ErrUnsupported) {
 		t.Errorf("mounts on the process backend, even best_effort: %v", err)
 	}
 }

@@ -112,7 +112,7 @@ func TestRefusalNamesControl(t *testing.T) {
 	if !errors.As(err, &u) || !errors.Is(err, executor.ErrUnsupported) || u.Control != "memory" || u.Check != policy.CheckCgroup {
 		t.Fatalf("rootless without cgroups, --memory: %v", err)
 	}
-	req.Policy.BestEffort = true
+	req.Policy.BestEffort = policy.DegradeLimits
 	res, err = ex.Execute(t.Context(), req)
 	if err != nil || res.Enforced.Limits != "rlimit" || res.Enforced.Rlimits["data"] != 64<<20 {
 		t.Fatalf("best effort: %v %+v", err, res)

@@ -38,7 +38,7 @@ func soakKinds(withCgroup bool) []soakKind {
 	// was 2 s, which a loaded host (the CI's emulated guest beside the
 	// soak) once took with the bomb done: pid 1 had printed "limit", and
 	// the sandbox had had 0.3 s of CPU in its 2.1 s.
-	bomb := policy.Policy{Timeout: policy.Duration(10 * time.Second), BestEffort: true, Pids: 16}
+	bomb := policy.Policy{Timeout: policy.Duration(10 * time.Second), BestEffort: policy.DegradeLimits, Pids: 16}
 	kinds := []soakKind{
 		{"ok", executor.Request{Args: []string{"true"}}, nsjail.StatusOK},
 		{"timeout", executor.Request{Args: []string{"sleep", "10"}, Policy: short}, nsjail.StatusTimeout},

@@ -76,7 +76,7 @@ func TestSignalReachesProgram(t *testing.T) {
 				// has it) lets the program write only when a bind names it.
 				p.Workspace = ""
 				p.Mounts = append(p.Mounts, policy.Mount{Type: policy.MountBind, Source: ws, Target: ws})
-				p.BestEffort = true // without Landlock, the bind is listed, not refused
+				p.BestEffort = policy.DegradeLandlock // without Landlock, the bind is listed, not refused
 			}
 			r, err := ex.Execute(t.Context(), executor.Request{Args: []string{"sh", "-c", script}, Policy: p, Signals: sigs})
 			if err != nil || r.Status != nsjail.StatusExited || r.ExitCode != 4 || r.Stdout != "got\n" {

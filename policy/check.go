@@ -136,7 +136,7 @@ func Check(p Policy, h *Host) (Enforcement, error) {
 		e.Backend = "process"
 	} else if u, ok := jail(h); !ok {
 		unmet = append(unmet, u)
-		if p.BestEffort {
+		if p.BestEffort.Has(DegradeNamespaces) {
 			e.Backend = "process"
 			if h.LandlockABI() < LandlockFS {
 				unmet = append(unmet, Unmet{Control: "filesystem isolation", Field: "backend", Check: u.Check, Reason: "the process backend runs on the host's filesystem", Fix: u.Fix})
@@ -205,7 +205,7 @@ func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope boo
 	case p.Net == NetLoopback && !fallback:
 		out = append(out, Unmet{Control: "network isolation", Field: "net",
 			Reason: "net loopback cannot be enforced: the process backend shares the host's network namespace (Landlock denies TCP, it gives no private loopback)",
-			Fix:    fix + ", or net none, or net host to accept the host's network, or best_effort (--best-effort) to run with it listed as not enforced"})
+			Fix:    fix + ", or net none, or net host to accept the host's network"})
 	case net:
 		if abi < LandlockUDP {
 			out = append(out, Unmet{Control: "udp isolation", Field: "net", Check: CheckLandlockNet, Partial: true,
@@ -218,7 +218,7 @@ func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope boo
 	default:
 		out = append(out, Unmet{Control: "network isolation", Field: "net", Check: CheckLandlockNet,
 			Reason: fmt.Sprintf("net %s cannot be enforced: the process backend shares the host's network namespace, and %s", p.Net, landlockMissing(llNet, LandlockNet, "network rules")),
-			Fix:    orFix(llNet.Fix, "Linux 6.7 or newer with Landlock enabled") + "; or " + fix + ", or net host to accept the host's network, or best_effort (--best-effort) to run with it listed as not enforced"})
+			Fix:    orFix(llNet.Fix, "Linux 6.7 or newer with Landlock enabled") + "; or " + fix + ", or net host to accept the host's network"})
 	}
 	switch {
 	case abi >= LandlockFS:
@@ -286,20 +286,25 @@ func limits(p Policy, h *Host) (string, []Unmet) {
 		if l.set {
 			out = append(out, Unmet{Control: l.name, Field: l.name, Check: CheckCgroup,
 				Reason: fmt.Sprintf("an explicit %s limit needs a cgroup (best_effort: %s): %s", l.name, l.rlimit, c.Detail),
-				Fix:    orFix(c.Fix, "run as root, or in a delegated cgroup v2") + "; or pass --best-effort to accept per-process rlimits"})
+				Fix:    orFix(c.Fix, "run as root, or in a delegated cgroup v2")})
 		}
 	}
 	return "rlimit", out
 }
 
 // refuse is the error for unmet controls: the first one not waived
-// (every Required one, and without best_effort every one the policy
-// asked for), the others named in its reason.
-func refuse(unmet []Unmet, bestEffort bool) error {
+// (every Required one, and every other one whose control best_effort
+// does not name: defaults the backend cannot apply and partial ones
+// included, so that nothing is listed in a result's not_enforced that
+// the caller did not accept), the others named in its reason, and in its
+// fix the --best-effort value that would accept them all.
+func refuse(unmet []Unmet, bestEffort Degrade) error {
 	var first *UnsupportedError
 	var others []string
+	var need Degrade
 	for _, u := range unmet {
-		if u.Default || u.Partial || bestEffort && !u.Required {
+		d := degradeFor(u.Control)
+		if !u.Required && bestEffort.Has(d) {
 			continue
 		}
 		if first == nil {
@@ -307,12 +312,18 @@ func refuse(unmet []Unmet, bestEffort bool) error {
 		} else {
 			others = append(others, u.Control)
 		}
+		if !u.Required {
+			need |= d
+		}
 	}
 	if first == nil {
 		return nil
 	}
 	if len(others) > 0 {
 		first.Reason += "; also not enforceable here: " + strings.Join(others, ", ")
+	}
+	if need != 0 {
+		first.Fix = orFix(first.Fix, "a host that can enforce it") + "; or " + (bestEffort | need).Flag() + " to run with it listed as not enforced"
 	}
 	return first
 }

@@ -8,6 +8,9 @@ import (
 	"testing"
 )
 
+// degradeEvery names every control best_effort can degrade.
+const degradeEvery = DegradeLimits | DegradeSeccomp | DegradeNamespaces | DegradeLandlock | DegradeNetwork
+
 // host builds a Host as data: every check OK, limits on cgroup2, then
 // the named checks missing.
 func host(missing ...CheckID) *Host {
@@ -44,7 +47,7 @@ type checkCase struct {
 func TestCheck(t *testing.T) {
 	none := func(*Policy) {}
 	limits := func(p *Policy) { p.Memory, p.Pids, p.CPUs = 64<<20, 16, 0.5 }
-	best := func(f func(*Policy)) func(*Policy) { return func(p *Policy) { f(p); p.BestEffort = true } }
+	best := func(f func(*Policy)) func(*Policy) { return func(p *Policy) { f(p); p.BestEffort = degradeEvery } }
 	process := func(p *Policy) { p.Backend = "process" }
 	ns := Enforcement{Backend: "namespaces", Limits: "cgroup2", Seccomp: true, Notify: true, Landlock: LandlockMax}
 	with := func(e Enforcement, f func(*Enforcement)) Enforcement { f(&e); return e }
@@ -249,7 +252,7 @@ func checkFields(t *testing.T, h *Host, landlock bool, fields []fieldCase, procD
 				if !errors.Is(err, ErrUnsupported) {
 					t.Errorf("%s on %s: %v; want refused", f.field, backend, err)
 				}
-				p.BestEffort = true
+				p.BestEffort = degradeEvery
 				got, err = Check(p, h)
 				if want == required && !errors.Is(err, ErrUnsupported) {
 					t.Errorf("%s on %s, best effort: %v; want refused", f.field, backend, err)

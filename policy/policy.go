@@ -117,9 +117,11 @@ type Policy struct {
 	Backend string `json:"backend,omitempty"`
 	// Seccomp is the syscall filter. Zero value = the default profile.
 	Seccomp Seccomp `json:"seccomp,omitempty"`
-	// BestEffort allows running with weaker controls than asked when the
-	// host cannot enforce them. What was enforced is always reported.
-	BestEffort bool `json:"best_effort,omitempty"`
+	// BestEffort names the controls a run may degrade when the host (or
+	// the backend) cannot enforce them: DegradeLimits (best_effort: true,
+	// --best-effort) for limits alone, each other control by its own name
+	// (see Degrade). What was not enforced is always reported.
+	BestEffort Degrade `json:"best_effort,omitempty"`
 }
 
 // Defaults.
@@ -371,6 +373,8 @@ func kindOf(t reflect.Type) string {
 		return "a duration (\"30s\", or a number of seconds)"
 	case reflect.TypeFor[Size]():
 		return "a size (\"64MiB\", or a number of bytes)"
+	case reflect.TypeFor[Degrade]():
+		return "true or false, or a list of the controls it may degrade (" + strings.Join(degradeNames[:], ", ") + ")"
 	}
 	switch t.Kind() {
 	case reflect.String:

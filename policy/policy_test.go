@@ -121,7 +121,7 @@ seccomp:
 func TestParseErrorsNameFieldAndPlace(t *testing.T) {
 	for doc, want := range map[string][]string{
 		`{"pids": "many"}`:                           {"invalid pids:", "a string cannot be a whole number", "line 1, column"},
-		"{\n  \"best_effort\": 1\n}":                 {"invalid best_effort:", "true or false", "line 2"},
+		"{\n  \"best_effort\": 1\n}":                 {"invalid best_effort:", "true or false, or a list"},
 		"{\n  \"timeout\": \"1s\",\n  \"pids\" 3\n}": {"JSON syntax error at line 3, column", "invalid character"},
 		`{"timeout": "1s"`:                           {"ends before its object closes", "line 1"},
 		"pids: many\n":                               {"invalid pids:", "a string cannot be a whole number"},

@@ -113,7 +113,7 @@ func backendLines(h *policy.Host) []string {
 	var u *policy.UnsupportedError
 	jail := "namespaces (the jail): the default here"
 	if errors.As(jailErr, &u) && u.Control == "namespaces" {
-		jail = "namespaces (the jail): cannot run here; only --backend process, or --best-effort, runs"
+		jail = "namespaces (the jail): cannot run here; only --backend process, or --best-effort=namespaces, runs"
 	}
 	proc := "an unprivileged uid, limits, no_new_privs, seccomp, process-group kill"
 	enf, err := policy.Check(policy.Policy{Backend: "process"}, h)
@@ -130,7 +130,7 @@ func backendLines(h *policy.Host) []string {
 		}
 	}
 	return []string{"backends: " + jail,
-		"  process (--backend process; --best-effort where the jail cannot run) isolates: " + proc,
+		"  process (--backend process; --best-effort=namespaces where the jail cannot run) isolates: " + proc,
 		"  and not: " + strings.Join(append(enf.NotEnforced(), "host processes are visible (no pid namespace)"), ", ")}
 }
 

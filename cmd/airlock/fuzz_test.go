@@ -114,7 +114,9 @@ func requireTyped(t *testing.T, stage string, err error) {
 
 func checkConfined(t *testing.T, p policy.Policy, spec nsjail.Spec, notEnforced []string) {
 	t.Helper()
-	waived := func(control string) bool { return p.BestEffort && slices.Contains(notEnforced, control) }
+	waived := func(control string) bool {
+		return p.BestEffort.Has(policy.DegradeOf(control)) && slices.Contains(notEnforced, control)
+	}
 	if spec.Process && p.Backend != "process" && !waived("namespaces") {
 		t.Fatalf("process backend (no namespaces) without being asked: backend %q, not enforced %v", p.Backend, notEnforced)
 	}
@@ -152,7 +154,7 @@ func checkConfined(t *testing.T, p policy.Policy, spec nsjail.Spec, notEnforced 
 		if rl[unix.RLIMIT_NPROC] != uint64(p.PidsLimit()) || rl[unix.RLIMIT_DATA] != uint64(p.MemoryLimit()) {
 			t.Fatalf("no cgroup and tasks/memory not bounded by rlimits: %v", rl)
 		}
-		if (p.Memory != 0 || p.Pids != 0 || p.CPUs > 0) && !p.BestEffort {
+		if (p.Memory != 0 || p.Pids != 0 || p.CPUs > 0) && !p.BestEffort.Has(policy.DegradeLimits) {
 			t.Fatal("explicit limits without a cgroup accepted without best_effort")
 		}
 		if p.CPUs > 0 && !waived("cpus") {

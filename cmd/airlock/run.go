@@ -32,11 +32,25 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+// degradeFlag is --best-effort: bare (limits alone) or =NAME,NAME
+// (policy.ParseDegrade). A bool flag to the flag package, so that a bare
+// --best-effort never takes the next argument as its value.
+type degradeFlag policy.Degrade
+
+func (d *degradeFlag) String() string   { return policy.Degrade(*d).String() }
+func (d *degradeFlag) IsBoolFlag() bool { return true }
+func (d *degradeFlag) Set(v string) error {
+	p, err := policy.ParseDegrade(v)
+	*d = degradeFlag(p)
+	return err
+}
+
 type runFlags struct {
 	policyFile, preset, timeout, cpuTime, memory, maxOutput, killGrace string
 	workspace, chdir, backend, pids, cpus                              string
 	roBinds, binds, tmpfs, setenv, envPass, net                        listFlag
-	json, bestEffort, verbose, tty                                     bool
+	json, verbose, tty                                                 bool
+	bestEffort                                                         degradeFlag
 	uid, gid                                                           optID // tty.go
 
 	fs *flag.FlagSet // the set they were registered in: which were given
@@ -52,7 +66,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.pids, "pids", "", "maximum number of tasks (default 256)")
 	fs.StringVar(&f.cpus, "cpus", "", "CPU rate limit in cores, 0.01 up to this host's CPUs (default none)")
 	fs.Var(&f.net, "net", "network: none|loopback|host|allow:RULE[,RULE...]|deny:RULE[,...] (default none; allow and deny repeatable; see docs/network.md)")
-	fs.StringVar(&f.backend, "backend", "", "namespaces (default) or process (no isolation: rlimits, seccomp, process-group kill)")
+	fs.StringVar(&f.backend, "backend", "", "namespaces (default) or process (no namespaces: Landlock for files and TCP, seccomp, rlimits, a reaper; docs/security.md)")
 	fs.Var(&f.roBinds, "ro-bind", "bind host `SRC[:DST]` read-only (repeatable; one argument, not bwrap's two)")
 	fs.Var(&f.binds, "bind", "bind host `SRC[:DST]` writable (repeatable; one argument, not bwrap's two)")
 	fs.Var(&f.tmpfs, "tmpfs", "mount a tmpfs at `DST[:SIZE]` (repeatable)")
@@ -63,7 +77,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.maxOutput, "max-output", "", "cap of each output stream, captured or passed through (default 1MiB)")
 	fs.StringVar(&f.killGrace, "kill-grace", "", "after a SIGINT or SIGTERM passed on to the program, how long it has before the sandbox is killed (default 2s)")
 	fs.BoolVar(&f.json, "json", false, "capture output and print one JSON result, whatever happens")
-	fs.BoolVar(&f.bestEffort, "best-effort", false, "run even if some limits cannot be enforced (reported)")
+	fs.Var(&f.bestEffort, "best-effort", "run even where the host cannot enforce these controls, each listed as not enforced: alone limits (rlimits for --memory/--pids, no --cpus); =limits,seccomp,namespaces,landlock,network names each other one")
 	fs.BoolVar(&f.verbose, "verbose", false, "also print each connection --net allow refused on stderr")
 	fs.Var(&f.uid, "uid", "the program's uid `N` inside (default 1000, \"sandbox\"; 0 looks like root)")
 	fs.Var(&f.gid, "gid", "the program's gid `N` inside (default 1000)")
@@ -155,7 +169,7 @@ func (f *runFlags) policy() (policy.Policy, error) {
 	if f.given("chdir") {
 		p.Chdir = f.chdir
 	}
-	p.BestEffort = p.BestEffort || f.bestEffort
+	p.BestEffort |= policy.Degrade(f.bestEffort)
 	f.uid.apply(&p.UID)
 	f.gid.apply(&p.GID)
 	for _, b := range []struct {

@@ -350,7 +350,7 @@ func limits(t *testing.T, p *policy.Policy, budget time.Duration) {
 	p.Memory = 2 << 30
 	p.Pids = 1024
 	if _, ok := testutil.Cgroups(t); !ok {
-		p.BestEffort = true
+		p.BestEffort = policy.DegradeLimits
 	}
 }
 

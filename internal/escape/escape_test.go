@@ -969,7 +969,7 @@ func probeI04(p *probe) {
 			limit = 8 << 20
 		}
 		res, err := p.execute(p.request("i04_fill.py", []string{target}, func(pol *policy.Policy) {
-			pol.Memory, pol.BestEffort = memory, true
+			pol.Memory, pol.BestEffort = memory, policy.DegradeLimits
 			pol.Mounts = []policy.Mount{{Type: policy.MountTmpfs, Target: "/scratch", Size: 8 << 20}}
 		}))
 		if err != nil || res == nil {

@@ -148,9 +148,19 @@ func seccompCheck() policy.Capability {
 	if mode != 0 {
 		c.Detail += "; this process is already under a seccomp filter (nested filters stack)"
 	}
+	// Under a filter of its own (mode 2) whose answer to seccomp(2) is an
+	// error, every probe fails alike and the kernel's age is not the
+	// cause: a filter load with no program fails with EFAULT wherever the
+	// call itself is let through.
+	outer := mode != 0 && !seccomp.LoadReachable()
+	if outer {
+		c.Detail += "; that filter refuses the seccomp(2) call itself"
+	}
 	switch {
 	case lib == "":
 		c.Fix = "build airlock with CGO_ENABLED=1 and libseccomp-dev"
+	case outer:
+		c.Fix = "allow seccomp(2) in the filter this process runs under (a container runtime's profile: docker's and podman's default profiles allow it; a custom --security-opt seccomp=FILE, or a systemd unit's SystemCallFilter=, may not), or run airlock outside it"
 	case slices.Contains(missing, "kill_process") || slices.Contains(missing, "errno"):
 		c.Fix = "Linux 4.14 or newer (SECCOMP_RET_KILL_PROCESS)"
 	default:
