@@ -203,18 +203,18 @@ func (e *Executor) FilterCached(p policy.Policy) bool {
 	if err := p.Validate(); err != nil || p.Seccomp.Profile == "none" {
 		return true
 	}
-	f, _, _, err := e.cachedFilter(p.Seccomp)
+	f, _, _, err := e.cachedFilter(p.Seccomp, filterIDs(p, p.Backend == "process"))
 	return err != nil || f != nil
 }
 
 // filter returns the compiled filter of a policy's seccomp part (nil for
 // profile "none"), compiling each distinct one once: cached in memory and,
 // if configured, on disk.
-func (e *Executor) filter(s policy.Seccomp) (*seccomp.Filter, error) {
+func (e *Executor) filter(s policy.Seccomp, ids *seccomp.IDs) (*seccomp.Filter, error) {
 	if s.Profile == "none" {
 		return nil, nil
 	}
-	f, key, body, err := e.cachedFilter(s)
+	f, key, body, err := e.cachedFilter(s, ids)
 	if err != nil || f != nil {
 		return f, err
 	}
@@ -222,7 +222,7 @@ func (e *Executor) filter(s policy.Seccomp) (*seccomp.Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog, err := seccomp.Compile(prof, seccomp.Options{Notify: e.notify})
+	prog, err := seccomp.Compile(prof, seccomp.Options{Notify: e.notify, IDs: ids})
 	if err != nil {
 		return nil, err
 	}
@@ -234,14 +234,25 @@ func (e *Executor) filter(s policy.Seccomp) (*seccomp.Filter, error) {
 	return f, nil
 }
 
+// filterIDs are the ids p's filter confines id changes to
+// (seccomp.IDs): the jail's inside ids, the only ones its user namespace
+// maps; nil for the process backend, which has no user namespace.
+func filterIDs(p policy.Policy, process bool) *seccomp.IDs {
+	if process {
+		return nil
+	}
+	uid, gid := p.InsideIDs()
+	return &seccomp.IDs{UID: uint32(uid), GID: uint32(gid)}
+}
+
 // cachedFilter returns s's compiled filter from memory or, loading it into
 // memory, from the disk cache; nil when neither has it, with its cache key
 // and the imported profile's content (seccomp.ReadProfile) to compile it.
-func (e *Executor) cachedFilter(s policy.Seccomp) (f *seccomp.Filter, key string, body []byte, err error) {
+func (e *Executor) cachedFilter(s policy.Seccomp, ids *seccomp.IDs) (f *seccomp.Filter, key string, body []byte, err error) {
 	if body, err = seccomp.ReadProfile(s); err != nil {
 		return nil, "", nil, err
 	}
-	if key, err = e.filterKey(s, body); err != nil {
+	if key, err = e.filterKey(s, body, ids); err != nil {
 		return nil, "", nil, err
 	}
 	e.mu.Lock()
@@ -672,7 +683,7 @@ func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, er
 	var filter *seccomp.Filter
 	if enf.Seccomp {
 		var err error
-		if filter, err = e.filter(p.Seccomp); err != nil {
+		if filter, err = e.filter(p.Seccomp, filterIDs(p, enf.Process())); err != nil {
 			return nsjail.Spec{}, err
 		}
 	}

@@ -28,7 +28,7 @@ import (
 // rules, kill-by-notify, and this binary).
 // body is the imported profile's content (seccomp.ReadProfile), read once
 // for both the key and the compilation.
-func (e *Executor) filterKey(s policy.Seccomp, body []byte) (string, error) {
+func (e *Executor) filterKey(s policy.Seccomp, body []byte, ids *seccomp.IDs) (string, error) {
 	h := sha256.New()
 	desc, err := seccompDesc(s)
 	if err != nil {
@@ -39,6 +39,9 @@ func (e *Executor) filterKey(s policy.Seccomp, body []byte) (string, error) {
 	var uts unix.Utsname
 	unix.Uname(&uts)
 	fmt.Fprintf(h, "\x00%s\x00%s\x00%v\x00%s\x00%s", runtime.GOARCH, seccomp.LibraryVersion(), e.notify, unix.ByteSliceToString(uts.Release[:]), e.self)
+	if ids != nil {
+		fmt.Fprintf(h, "\x00ids %d:%d", ids.UID, ids.GID)
+	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 

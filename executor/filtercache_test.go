@@ -18,7 +18,7 @@ import (
 func TestFilterCacheOnDisk(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
 	e1, _ := New(Config{SeccompCacheDir: dir})
-	f1, err := e1.filter(policy.Seccomp{Profile: "default"})
+	f1, err := e1.filter(policy.Seccomp{Profile: "default"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestFilterCacheOnDisk(t *testing.T) {
 		t.Fatalf("after pruning: json %v, stale %v, fresh %v, stored %v", exists(old), exists(stale), exists(fresh), exists(files[0]))
 	}
 	e2, _ := New(Config{SeccompCacheDir: dir})
-	key, _ := e2.filterKey(policy.Seccomp{Profile: "default"}, nil)
+	key, _ := e2.filterKey(policy.Seccomp{Profile: "default"}, nil, nil)
 	f2, ok := e2.loadCached(key)
 	if !ok || !reflect.DeepEqual(f2, f1) {
 		t.Fatalf("cached filter not reused as it was stored: %v", ok)
@@ -54,9 +54,16 @@ func TestFilterCacheOnDisk(t *testing.T) {
 		t.Fatal("a world-writable cache dir was trusted")
 	}
 	// A different policy gets a different key.
-	k2, _ := e2.filterKey(policy.Seccomp{Profile: "default", Rules: []policy.SyscallRule{{Names: []string{"getpid"}, Action: policy.ActKill}}}, nil)
+	k2, _ := e2.filterKey(policy.Seccomp{Profile: "default", Rules: []policy.SyscallRule{{Names: []string{"getpid"}, Action: policy.ActKill}}}, nil, nil)
 	if k2 == key {
 		t.Fatal("rules do not change the cache key")
+	}
+	// So do the inside ids a jail's filter confines id changes to, and
+	// their absence (the process backend's filter).
+	k3, _ := e2.filterKey(policy.Seccomp{Profile: "default"}, nil, &seccomp.IDs{UID: 1000, GID: 1000})
+	k4, _ := e2.filterKey(policy.Seccomp{Profile: "default"}, nil, &seccomp.IDs{UID: 0, GID: 1000})
+	if k3 == key || k4 == k3 {
+		t.Fatal("the inside ids do not change the cache key")
 	}
 }
 
@@ -124,7 +131,7 @@ func TestImportedProfileReadOnce(t *testing.T) {
 	e, _ := New(Config{})
 	defer e.Close()
 	done := make(chan error, 1)
-	go func() { _, err := e.filter(policy.Seccomp{Profile: fifo}); done <- err }()
+	go func() { _, err := e.filter(policy.Seccomp{Profile: fifo}, nil); done <- err }()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -39,6 +39,11 @@ type Options struct {
 	// (the loader must then ask for a listener). false = KILL_PROCESS.
 	Notify bool
 
+	// IDs, when set, answers EPERM for a change to an id the sandbox's
+	// user namespace does not map (see IDs). nil for a sandbox without
+	// one (the process backend), where every host id is mapped.
+	IDs *IDs
+
 	// libseccompOnly compiles every rule with libseccomp, with the
 	// unknown-number ranges in the prefix, as before the dispatch tree:
 	// the reference the tests compare the tree against.
@@ -57,8 +62,9 @@ type rule struct {
 type plan struct {
 	arch       archInfo
 	defaultRet uint32
-	native     []rule // for libseccomp
-	overrides  []rule // conditional denials of allowed syscalls, checked first
+	native     []rule   // for libseccomp
+	overrides  []rule   // conditional denials of allowed syscalls, checked first
+	ids        []idRule // id-changing calls to an unmapped id (Options.IDs), checked after them
 	maxKnown   uint32
 	gaps       [][2]uint32 // unknown numbers below maxKnown
 	known      map[uint32]bool
@@ -121,6 +127,7 @@ func makePlan(p *Profile, goarch string, opts Options) (*plan, error) {
 	for _, nr := range order {
 		pl.settle(byNr[nr])
 	}
+	pl.ids = idRules(opts.IDs, table, byNr)
 	for _, nr := range table {
 		pl.maxKnown = max(pl.maxKnown, nr)
 	}
@@ -229,6 +236,7 @@ const (
 //	         nr & x32 bit   -> foreign           (amd64)
 //	nr in a gap or > max    -> ERRNO(ENOSYS)     (withGaps; else the dispatch's)
 //	nr == N && args match   -> deny              (override rules)
+//	nr sets an unmapped id  -> ERRNO(EPERM)      (Options.IDs; ids.go)
 //	-> the dispatch, or libseccomp
 func (pl *plan) prefix(withGaps bool) (p []bpf.Instruction, toLib []int, err error) {
 	foreign := bpf.RetConstant{Val: pl.foreign}
@@ -261,6 +269,11 @@ func (pl *plan) prefix(withGaps bool) (p []bpf.Instruction, toLib []int, err err
 		}
 		p = append(p, block...)
 	}
+	ids, err := idBlocks(pl.ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	p = append(p, ids...)
 	return p, toLib, nil
 }
 

@@ -84,7 +84,14 @@ func policyCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "valid; no seccomp filter (profile none)")
 			return 0
 		}
-		prog, err := seccomp.Compile(prof, seccomp.Options{})
+		// As the run compiles it: the jail's filter confines id changes
+		// to the policy's inside ids.
+		var ids *seccomp.IDs
+		if p.Backend != "process" {
+			uid, gid := p.InsideIDs()
+			ids = &seccomp.IDs{UID: uint32(uid), GID: uint32(gid)}
+		}
+		prog, err := seccomp.Compile(prof, seccomp.Options{IDs: ids})
 		if err != nil {
 			fmt.Fprintf(stderr, "airlock: %v\n", err)
 			return 1

@@ -118,15 +118,6 @@ var causes = []*cause{
 			{Case: "test.test_os.ChownFileTests.test_chown_with_root", Mode: rootOnly},
 		},
 	},
-	{
-		Name: "single-id-map", Kind: design, Check: checkSingleIDMap,
-		Why: "the sandbox's user namespace maps one uid and one gid, the program's (to the caller's, or an unprivileged host id): chown, setuid and setgid to any other id fail with EINVAL, where bare an unprivileged user gets EPERM and root succeeds",
-		Cases: []exception{
-			{Case: "test.test_os.ChownFileTests.test_chown_without_permission"},
-			{Case: "test.test_subprocess.POSIXProcessTestCase.test_group"},
-			{Case: "test.test_subprocess.POSIXProcessTestCase.test_user"},
-		},
-	},
 }
 
 // allExceptions returns every exception of the table, each linked to
