@@ -31,6 +31,16 @@ func TestMain(m *testing.M) {
 				os.Exit(3)
 			}
 		}
+		if v := os.Getenv(outerSeccompEnv); v != "" {
+			errno, err := strconv.Atoi(v)
+			if err == nil {
+				err = denySeccomp(syscall.Errno(errno))
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "airlock test: the outer filter:", err)
+				os.Exit(3)
+			}
+		}
 		os.Exit(process(os.Args[1:]))
 	}
 	if os.Getenv(benchReaperEnv) == "1" {

@@ -144,7 +144,7 @@ func seccompCheck() policy.Capability {
 		}
 	}
 	lib := seccomp.LibraryVersion()
-	c.Detail = fmt.Sprintf("actions %s; libseccomp %s", strings.Join(have, ", "), or(lib, "absent (built without cgo)"))
+	c.Detail = fmt.Sprintf("actions %s; libseccomp %s", or(strings.Join(have, ", "), "none available"), or(lib, "absent (built without cgo)"))
 	if mode != 0 {
 		c.Detail += "; this process is already under a seccomp filter (nested filters stack)"
 	}
