@@ -200,21 +200,25 @@ func (e *Executor) Host() *policy.Host { return e.host.Clone() }
 // airlock-daemon. A policy that does not validate reports true: its run
 // refuses it, naming why.
 func (e *Executor) FilterCached(p policy.Policy) bool {
-	if err := p.Validate(); err != nil || p.Seccomp.Profile == "none" {
+	// The filter depends on the backend and network Check decides (the
+	// process backend's socket gate): a policy it refuses needs none.
+	enf, err := e.check(&p)
+	if err != nil || !enf.Seccomp {
 		return true
 	}
-	f, _, _, err := e.cachedFilter(p.Seccomp)
+	f, _, _, err := e.cachedFilter(p.Seccomp, enf.Sockets)
 	return err != nil || f != nil
 }
 
 // filter returns the compiled filter of a policy's seccomp part (nil for
-// profile "none"), compiling each distinct one once: cached in memory and,
-// if configured, on disk.
-func (e *Executor) filter(s policy.Seccomp) (*seccomp.Filter, error) {
+// profile "none"), with the socket gate when tcpOnly (Enforcement.Sockets:
+// the process backend off the host's network), compiling each distinct
+// one once: cached in memory and, if configured, on disk.
+func (e *Executor) filter(s policy.Seccomp, tcpOnly bool) (*seccomp.Filter, error) {
 	if s.Profile == "none" {
 		return nil, nil
 	}
-	f, key, body, err := e.cachedFilter(s)
+	f, key, body, err := e.cachedFilter(s, tcpOnly)
 	if err != nil || f != nil {
 		return f, err
 	}
@@ -222,7 +226,7 @@ func (e *Executor) filter(s policy.Seccomp) (*seccomp.Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog, err := seccomp.Compile(prof, seccomp.Options{Notify: e.notify})
+	prog, err := seccomp.Compile(prof, seccomp.Options{Notify: e.notify, TCPOnly: tcpOnly})
 	if err != nil {
 		return nil, err
 	}
@@ -237,11 +241,11 @@ func (e *Executor) filter(s policy.Seccomp) (*seccomp.Filter, error) {
 // cachedFilter returns s's compiled filter from memory or, loading it into
 // memory, from the disk cache; nil when neither has it, with its cache key
 // and the imported profile's content (seccomp.ReadProfile) to compile it.
-func (e *Executor) cachedFilter(s policy.Seccomp) (f *seccomp.Filter, key string, body []byte, err error) {
+func (e *Executor) cachedFilter(s policy.Seccomp, tcpOnly bool) (f *seccomp.Filter, key string, body []byte, err error) {
 	if body, err = seccomp.ReadProfile(s); err != nil {
 		return nil, "", nil, err
 	}
-	if key, err = e.filterKey(s, body); err != nil {
+	if key, err = e.filterKey(s, body, tcpOnly); err != nil {
 		return nil, "", nil, err
 	}
 	e.mu.Lock()
@@ -672,7 +676,7 @@ func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, er
 	var filter *seccomp.Filter
 	if enf.Seccomp {
 		var err error
-		if filter, err = e.filter(p.Seccomp); err != nil {
+		if filter, err = e.filter(p.Seccomp, enf.Sockets); err != nil {
 			return nsjail.Spec{}, err
 		}
 	}

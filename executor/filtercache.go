@@ -25,10 +25,11 @@ import (
 // without resolving it: the policy's own description, an imported
 // profile's content, and everything the compilation depends on (arch,
 // libseccomp, kernel release for the Docker profile's kernel-dependent
-// rules, kill-by-notify, and this binary).
+// rules, kill-by-notify, the process backend's socket gate, and this
+// binary): the jail's filter and the gated one never share a key.
 // body is the imported profile's content (seccomp.ReadProfile), read once
 // for both the key and the compilation.
-func (e *Executor) filterKey(s policy.Seccomp, body []byte) (string, error) {
+func (e *Executor) filterKey(s policy.Seccomp, body []byte, tcpOnly bool) (string, error) {
 	h := sha256.New()
 	desc, err := seccompDesc(s)
 	if err != nil {
@@ -38,7 +39,7 @@ func (e *Executor) filterKey(s policy.Seccomp, body []byte) (string, error) {
 	h.Write(body)
 	var uts unix.Utsname
 	unix.Uname(&uts)
-	fmt.Fprintf(h, "\x00%s\x00%s\x00%v\x00%s\x00%s", runtime.GOARCH, seccomp.LibraryVersion(), e.notify, unix.ByteSliceToString(uts.Release[:]), e.self)
+	fmt.Fprintf(h, "\x00%s\x00%s\x00%v\x00%s\x00%s\x00tcp-only %v", runtime.GOARCH, seccomp.LibraryVersion(), e.notify, unix.ByteSliceToString(uts.Release[:]), e.self, tcpOnly)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 

@@ -63,6 +63,12 @@ type Enforcement struct {
 	// sockets and the processes outside it (the process backend; the
 	// jail on the host's network).
 	LandlockScope bool `json:"landlock_scope,omitempty"`
+	// Sockets: the seccomp filter refuses (EACCES) every socket but TCP
+	// over IPv4 and IPv6, and every socket pair but unix stream and
+	// seqpacket ones (seccomp.Options.TCPOnly): the process backend off
+	// the host's network, where UDP, unix, netlink and the other families
+	// would reach the host (Landlock confines TCP only).
+	Sockets bool `json:"sockets,omitempty"`
 	// Unmet is every control not enforced: defaults the chosen backend
 	// cannot apply, and, with best_effort, what the host lacks.
 	Unmet []Unmet `json:"unmet,omitempty"`
@@ -105,17 +111,19 @@ func (e Enforcement) NotEnforced() []string {
 //	                           default by rlimits
 //	cpus                       cgroup; without one refused (best_effort: listed)
 //	seccomp                    needs CheckSeccomp (best_effort: listed); "none" asks for nothing
-//	net ""                     own namespace           TCP denied by Landlock (CheckLandlockNet);
-//	                                                   without it the host's network, listed
-//	net none                   own namespace           needs CheckLandlockNet: TCP denied; without
-//	                                                   it refused (best_effort: listed)
+//	net "", none               own namespace           TCP denied by Landlock (CheckLandlockNet),
+//	                                                   every other socket by the seccomp filter
+//	                                                   (Sockets: UDP, unix, netlink, raw, ...);
+//	                                                   without either refused (best_effort: listed)
 //	net loopback               own namespace           refused (best_effort: listed)
-//	net host                   host's                  host's
+//	net host                   host's                  host's (pathname unix sockets listed)
 //	filesystem                 own root, and Landlock  Landlock (CheckLandlock): system dirs read
 //	                           where the host has it   and execute, the workspace writable; without
 //	                                                   it the host's, listed as a default
-//	signals, abstract sockets  own pid, net namespace  Landlock scopes (CheckLandlockScope);
+//	signals                    own pid namespace       Landlock scopes (CheckLandlockScope);
 //	                                                   without them listed as a default
+//	abstract unix sockets      own net namespace       the seccomp filter (Sockets), and Landlock
+//	                                                   scopes
 //	mounts                     enforced                under Landlock binds of a host path at
 //	                                                   its own path (ruleset rules); all else
 //	                                                   refused, always
@@ -123,9 +131,9 @@ func (e Enforcement) NotEnforced() []string {
 //	backend "", namespaces     needs CheckKernel and CheckUserNS; without them refused
 //	                           (best_effort: the process backend, listed)
 //
-// Where the process backend runs under Landlock below ABI 10 (9), UDP
-// (pathname unix sockets) stay reachable: listed as Partial, never
-// refused.
+// Under net host the process backend's program reaches the host's
+// pathname unix sockets its uid may connect to (the jail's, only those
+// bound in): listed as Partial, the explicit choice of net host.
 func Check(p Policy, h *Host) (Enforcement, error) {
 	if err := p.Validate(); err != nil {
 		return Enforcement{}, err
@@ -146,7 +154,7 @@ func Check(p Policy, h *Host) (Enforcement, error) {
 	e.Landlock = h.LandlockABI()
 	if e.Process() {
 		var u []Unmet
-		u, e.LandlockNet, e.LandlockScope = processUnmet(p, e.Backend != p.Backend, h)
+		u, e.LandlockNet, e.LandlockScope, e.Sockets = processUnmet(p, e.Backend != p.Backend, h)
 		unmet = append(unmet, u...)
 	} else {
 		// The jail's own namespaces isolate the network, abstract sockets
@@ -183,9 +191,10 @@ func jail(h *Host) (Unmet, bool) {
 
 // processUnmet is what the process backend cannot do for p on h, and
 // whether its Landlock ruleset denies TCP (net) and scopes sockets and
-// signals (scope). fallback says best_effort chose it (the policy asked
-// for the jail).
-func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope bool) {
+// signals (scope), and whether its seccomp filter refuses every socket
+// but TCP's (sockets). fallback says best_effort chose it (the policy
+// asked for the jail).
+func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope, sockets bool) {
 	const fix = "use the namespaces backend (the default)"
 	abi := h.LandlockABI()
 	ll := h.Get(CheckLandlock)
@@ -194,8 +203,20 @@ func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope boo
 	// and the kernel has network rules: net loopback under best_effort
 	// too, the nearest it can have.
 	net = p.Net != NetHost && abi >= LandlockNet && h.Has(CheckLandlockNet)
+	// Every other socket, there, is the filter's to refuse: UDP, raw,
+	// netlink and packet sockets, and unix ones (Landlock checks no
+	// connect to a pathname socket), wherever the filter is loaded (the
+	// condition Check gives Enforcement.Seccomp).
+	sockets = p.Net != NetHost && p.Seccomp.Profile != "none" && h.Has(CheckSeccomp)
 	switch {
 	case p.Net == NetHost:
+		// The host's network, asked for; and beyond the jail's, its
+		// pathname unix sockets (the jail reaches those bound in only).
+		// Without Landlock, filesystem isolation below covers them.
+		if abi >= LandlockFS {
+			out = append(out, Unmet{Control: "unix socket isolation", Field: "net", Partial: true,
+				Reason: "net host: the process backend's program reaches the host's pathname unix sockets its uid may connect to", Fix: fix + ", or net none"})
+		}
 	case p.Net == NetAllow:
 		// No waiver: without a network namespace of its own the program
 		// would have the host's whole network, not the allow-list.
@@ -206,32 +227,40 @@ func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope boo
 		out = append(out, Unmet{Control: "network isolation", Field: "net",
 			Reason: "net loopback cannot be enforced: the process backend shares the host's network namespace (Landlock denies TCP, it gives no private loopback)",
 			Fix:    fix + ", or net none, or net host to accept the host's network, or best_effort (--best-effort) to run with it listed as not enforced"})
-	case net:
-		if abi < LandlockUDP {
-			out = append(out, Unmet{Control: "udp isolation", Field: "net", Check: CheckLandlockNet, Partial: true,
-				Reason: fmt.Sprintf("landlock ABI %d denies TCP only: UDP needs ABI %d", abi, LandlockUDP), Fix: fix})
+	case !net:
+		// Refused, the default net included (its default is none), unless
+		// best_effort: under a fallback, the jail's refusal names the cause.
+		mode := "net " + string(p.Network())
+		if p.Net == "" {
+			mode = "the default net none"
 		}
-	case p.Net == "" || fallback:
-		// The policy left the network at its default, or asked for the
-		// jail, whose refusal above names the cause.
-		out = append(out, Unmet{Control: "network isolation", Field: "net", Check: CheckLandlockNet, Reason: "the process backend shares the host's network namespace, and " + landlockMissing(llNet, LandlockNet, "network rules"), Fix: fix, Default: !fallback})
-	default:
 		out = append(out, Unmet{Control: "network isolation", Field: "net", Check: CheckLandlockNet,
-			Reason: fmt.Sprintf("net %s cannot be enforced: the process backend shares the host's network namespace, and %s", p.Net, landlockMissing(llNet, LandlockNet, "network rules")),
+			Reason: fmt.Sprintf("%s cannot be enforced: the process backend shares the host's network namespace, and %s: TCP reaches the host", mode, landlockMissing(llNet, LandlockNet, "network rules")),
 			Fix:    orFix(llNet.Fix, "Linux 6.7 or newer with Landlock enabled") + "; or " + fix + ", or net host to accept the host's network, or best_effort (--best-effort) to run with it listed as not enforced"})
 	}
-	switch {
-	case abi >= LandlockFS:
-		if abi < LandlockUnix {
-			out = append(out, Unmet{Control: "unix socket isolation", Field: "backend", Check: CheckLandlock, Partial: true,
-				Reason: fmt.Sprintf("landlock ABI %d cannot deny connecting to the host's pathname unix sockets: that needs ABI %d", abi, LandlockUnix), Fix: fix})
+	if p.Net != NetHost && p.Net != NetAllow && !sockets {
+		why, check, sfix := "the seccomp filter, which refuses them, is off (profile none)", CheckID(""), "the default seccomp profile"
+		if p.Seccomp.Profile != "none" {
+			c := h.Get(CheckSeccomp)
+			why, check, sfix = "the host cannot load the seccomp filter that refuses them: "+c.Detail, CheckSeccomp, orFix(c.Fix, "a kernel with seccomp filters")
 		}
-	case !fallback:
+		sfix += ", or " + fix + ", or net host to accept the host's network, or best_effort (--best-effort) to run with it listed as not enforced"
+		out = append(out,
+			Unmet{Control: "udp isolation", Field: "net", Check: check, Fix: sfix,
+				Reason: "the process backend's program reaches the host with UDP, raw, netlink and packet sockets (Landlock confines TCP only), because " + why},
+			Unmet{Control: "unix socket isolation", Field: "net", Check: check, Fix: sfix,
+				Reason: "the process backend's program connects to the host's pathname unix sockets its uid may reach (Landlock does not check that connect), because " + why})
+	}
+	if abi < LandlockFS && !fallback {
 		out = append(out, Unmet{Control: "filesystem isolation", Field: "backend", Check: CheckLandlock, Reason: "the process backend runs on the host's filesystem, and " + landlockMissing(ll, LandlockFS, "filesystem rules"), Fix: fix, Default: true})
 	}
 	if scope = abi >= LandlockScope && h.Has(CheckLandlockScope); !scope && abi >= LandlockFS {
+		reason := "the program can signal the host's processes of its uid"
+		if !sockets {
+			reason += " and reach its abstract unix sockets"
+		}
 		out = append(out, Unmet{Control: "signal isolation", Field: "backend", Check: CheckLandlockScope, Default: true,
-			Reason: "the program can signal the host's processes of its uid and reach its abstract unix sockets: " + landlockMissing(h.Get(CheckLandlockScope), LandlockScope, "scopes"), Fix: fix})
+			Reason: reason + ": " + landlockMissing(h.Get(CheckLandlockScope), LandlockScope, "scopes"), Fix: fix})
 	}
 	if len(p.Mounts) > 0 && !landlockBinds(p.Mounts, abi) {
 		reason := "the process backend cannot mount: it runs on the host's filesystem"
@@ -243,7 +272,7 @@ func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope boo
 	if p.Chdir != "" && p.Chdir != "/workspace" {
 		out = append(out, Unmet{Control: "chdir", Field: "chdir", Reason: fmt.Sprintf("the process backend runs in its workspace directory, not %s", p.Chdir), Fix: fix + ", or change directory in the program", Required: true})
 	}
-	return out, net, scope
+	return out, net, scope, sockets
 }
 
 // landlockBinds reports whether the process backend can give mounts
