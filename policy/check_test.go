@@ -51,7 +51,9 @@ func TestCheck(t *testing.T) {
 	rl := func(e *Enforcement) { e.Limits = "rlimit" }
 	// The process backend, under Landlock ABI 7: filesystem, TCP, scopes,
 	// and the filter's socket gate.
-	proc := func(e *Enforcement) { e.Backend, e.LandlockNet, e.LandlockScope, e.Sockets = "process", true, true, true }
+	proc := func(e *Enforcement) {
+		e.Backend, e.LandlockNet, e.LandlockScope, e.Sockets = "process", true, true, true
+	}
 	// ... and on a host without Landlock.
 	bare := func(e *Enforcement) { e.Backend, e.Landlock, e.Sockets = "process", 0, true }
 	noLL := func(e *Enforcement) { e.Landlock = 0 }
@@ -115,7 +117,11 @@ func TestCheck(t *testing.T) {
 		// Under Landlock a bind of a host path at its own path is a rule;
 		// nothing else mounts.
 		{name: "process/bind in place", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountROBind, Source: "/srv", Target: "/srv"}} }, host: host(), want: with(ns, proc)},
-		{name: "process/bind in place, no landlock", pol: func(p *Policy) { process(p); p.Net = NetHost; p.Mounts = []Mount{{Type: MountROBind, Source: "/srv", Target: "/srv"}} }, host: host(CheckLandlock), errCtl: "mounts"},
+		{name: "process/bind in place, no landlock", pol: func(p *Policy) {
+			process(p)
+			p.Net = NetHost
+			p.Mounts = []Mount{{Type: MountROBind, Source: "/srv", Target: "/srv"}}
+		}, host: host(CheckLandlock), errCtl: "mounts"},
 		{name: "process/bind elsewhere", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountBind, Source: "/srv", Target: "/data"}} }, host: host(), errCtl: "mounts"},
 		{name: "process/tmpfs", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountTmpfs, Target: "/data"}} }, host: host(), errCtl: "mounts"},
 		{name: "process/chdir", pol: func(p *Policy) { process(p); p.Chdir = "/tmp" }, host: host(), errCtl: "chdir"},
