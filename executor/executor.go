@@ -211,14 +211,15 @@ func (e *Executor) FilterCached(p policy.Policy) bool {
 }
 
 // filter returns the compiled filter of a policy's seccomp part (nil for
-// profile "none"), with the socket gate when tcpOnly (Enforcement.Sockets:
-// the process backend off the host's network), compiling each distinct
+// profile "none"), with the socket gate (seccomp.Options.SocketGate) when
+// gate (Enforcement.Sockets: the process backend off the host's
+// network), compiling each distinct
 // one once: cached in memory and, if configured, on disk.
-func (e *Executor) filter(s policy.Seccomp, tcpOnly bool) (*seccomp.Filter, error) {
+func (e *Executor) filter(s policy.Seccomp, gate bool) (*seccomp.Filter, error) {
 	if s.Profile == "none" {
 		return nil, nil
 	}
-	f, key, body, err := e.cachedFilter(s, tcpOnly)
+	f, key, body, err := e.cachedFilter(s, gate)
 	if err != nil || f != nil {
 		return f, err
 	}
@@ -226,7 +227,7 @@ func (e *Executor) filter(s policy.Seccomp, tcpOnly bool) (*seccomp.Filter, erro
 	if err != nil {
 		return nil, err
 	}
-	prog, err := seccomp.Compile(prof, seccomp.Options{Notify: e.notify, TCPOnly: tcpOnly})
+	prog, err := seccomp.Compile(prof, seccomp.Options{Notify: e.notify, SocketGate: gate})
 	if err != nil {
 		return nil, err
 	}
@@ -241,11 +242,11 @@ func (e *Executor) filter(s policy.Seccomp, tcpOnly bool) (*seccomp.Filter, erro
 // cachedFilter returns s's compiled filter from memory or, loading it into
 // memory, from the disk cache; nil when neither has it, with its cache key
 // and the imported profile's content (seccomp.ReadProfile) to compile it.
-func (e *Executor) cachedFilter(s policy.Seccomp, tcpOnly bool) (f *seccomp.Filter, key string, body []byte, err error) {
+func (e *Executor) cachedFilter(s policy.Seccomp, gate bool) (f *seccomp.Filter, key string, body []byte, err error) {
 	if body, err = seccomp.ReadProfile(s); err != nil {
 		return nil, "", nil, err
 	}
-	if key, err = e.filterKey(s, body, tcpOnly); err != nil {
+	if key, err = e.filterKey(s, body, gate); err != nil {
 		return nil, "", nil, err
 	}
 	e.mu.Lock()

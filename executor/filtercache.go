@@ -29,7 +29,7 @@ import (
 // binary): the jail's filter and the gated one never share a key.
 // body is the imported profile's content (seccomp.ReadProfile), read once
 // for both the key and the compilation.
-func (e *Executor) filterKey(s policy.Seccomp, body []byte, tcpOnly bool) (string, error) {
+func (e *Executor) filterKey(s policy.Seccomp, body []byte, gate bool) (string, error) {
 	h := sha256.New()
 	desc, err := seccompDesc(s)
 	if err != nil {
@@ -39,7 +39,7 @@ func (e *Executor) filterKey(s policy.Seccomp, body []byte, tcpOnly bool) (strin
 	h.Write(body)
 	var uts unix.Utsname
 	unix.Uname(&uts)
-	fmt.Fprintf(h, "\x00%s\x00%s\x00%v\x00%s\x00%s\x00tcp-only %v", runtime.GOARCH, seccomp.LibraryVersion(), e.notify, unix.ByteSliceToString(uts.Release[:]), e.self, tcpOnly)
+	fmt.Fprintf(h, "\x00%s\x00%s\x00%v\x00%s\x00%s\x00socket gate %v", runtime.GOARCH, seccomp.LibraryVersion(), e.notify, unix.ByteSliceToString(uts.Release[:]), e.self, gate)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 

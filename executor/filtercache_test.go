@@ -92,10 +92,10 @@ func TestFilterCacheByBackend(t *testing.T) {
 		}
 		// Another executor on the same disk cache.
 		e2, _ := New(Config{SeccompCacheDir: dir})
-		for _, tcpOnly := range []bool{first, !first} {
-			f, _, _, err := e2.cachedFilter(s, tcpOnly)
-			if err != nil || f == nil || gated(f) != tcpOnly {
-				t.Fatalf("on disk, tcpOnly %v: %v %v", tcpOnly, f != nil, err)
+		for _, gate := range []bool{first, !first} {
+			f, _, _, err := e2.cachedFilter(s, gate)
+			if err != nil || f == nil || gated(f) != gate {
+				t.Fatalf("on disk, gate %v: %v %v", gate, f != nil, err)
 			}
 		}
 	}

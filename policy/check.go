@@ -64,10 +64,12 @@ type Enforcement struct {
 	// jail on the host's network).
 	LandlockScope bool `json:"landlock_scope,omitempty"`
 	// Sockets: the seccomp filter refuses (EACCES) every socket but TCP
-	// over IPv4 and IPv6, and every socket pair but unix stream and
-	// seqpacket ones (seccomp.Options.TCPOnly): the process backend off
-	// the host's network, where UDP, unix, netlink and the other families
-	// would reach the host (Landlock confines TCP only).
+	// over IPv4 and IPv6, every socket pair but unix stream and seqpacket
+	// ones, listen, and TCP Fast Open's sends (seccomp.Options.SocketGate):
+	// the process backend off the host's network, where UDP, unix,
+	// netlink and the other families would reach the host, and so would
+	// TCP by the two paths Landlock does not check (listen's own bind, a
+	// Fast Open connect).
 	Sockets bool `json:"sockets,omitempty"`
 	// Unmet is every control not enforced: defaults the chosen backend
 	// cannot apply, and, with best_effort, what the host lacks.

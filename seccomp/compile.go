@@ -39,14 +39,17 @@ type Options struct {
 	// (the loader must then ask for a listener). false = KILL_PROCESS.
 	Notify bool
 
-	// TCPOnly puts the socket gate (socketGate) first, before every rule
-	// of the profile: socket() is refused with SocketErrno but for TCP
-	// over IPv4 and IPv6, socketpair() but for unix stream and seqpacket
-	// pairs. For the process backend off the host's network, whose
-	// Landlock ruleset confines TCP only: everything else (UDP, unix,
-	// netlink, packet sockets, ...) would reach the host. The profile's
-	// own rules still decide the sockets the gate lets through.
-	TCPOnly bool
+	// SocketGate puts the socket gate (socketGate) first, before every
+	// rule of the profile: socket() is refused with SocketErrno but for
+	// TCP over IPv4 and IPv6, socketpair() but for unix stream and
+	// seqpacket pairs, listen() always, and a send with MSG_FASTOPEN
+	// with FastOpenErrno. For the process backend off the host's
+	// network, whose Landlock ruleset confines TCP's bind and connect
+	// only: every other socket (UDP, unix, netlink, packet, ...), and the
+	// two TCP paths Landlock does not check (listen's own bind, Fast
+	// Open's connect), would reach the host. The profile's own rules
+	// still decide what the gate lets through.
+	SocketGate bool
 
 	// libseccompOnly compiles every rule with libseccomp, with the
 	// unknown-number ranges in the prefix, as before the dispatch tree:
@@ -76,7 +79,7 @@ type plan struct {
 	// returned by the prefix: KILL_PROCESS, or USER_NOTIF with Notify so
 	// that the supervisor can name the ABI and number before it kills.
 	foreign uint32
-	// gate is the socket gate (Options.TCPOnly), nil without it.
+	// gate is the socket gate (Options.SocketGate), nil without it.
 	gate []bpf.Instruction
 }
 
@@ -141,7 +144,7 @@ func makePlan(p *Profile, goarch string, opts Options) (*plan, error) {
 		pl.known[nr] = true
 	}
 	pl.stub = p.DefaultAction != policy.ActAllow && p.DefaultAction != policy.ActLog
-	if opts.TCPOnly {
+	if opts.SocketGate {
 		if pl.gate, err = socketGate(table); err != nil {
 			return nil, err
 		}
@@ -243,7 +246,8 @@ const (
 //	ld arch; arch != native -> foreign           (kill, or notify to name it)
 //	ld nr;   nr == -1       -> libseccomp        (amd64: a tracer's skip, ENOSYS)
 //	         nr & x32 bit   -> foreign           (amd64)
-//	socket, socketpair not TCP or a unix stream pair -> ERRNO(EACCES)  (TCPOnly)
+//	socket not TCP, socketpair not unix stream, listen -> ERRNO(EACCES)
+//	send* with MSG_FASTOPEN -> ERRNO(EOPNOTSUPP) (SocketGate)
 //	nr in a gap or > max    -> ERRNO(ENOSYS)     (withGaps; else the dispatch's)
 //	nr == N && args match   -> deny              (override rules)
 //	-> the dispatch, or libseccomp

@@ -6,7 +6,7 @@ import (
 	"golang.org/x/net/bpf"
 )
 
-// SocketErrno is what the TCP-only gate (Options.TCPOnly) answers a
+// SocketErrno is what the socket gate (Options.SocketGate) answers a
 // socket it refuses: EACCES, socket(2)'s "permission to create a socket
 // of the specified type and/or protocol is denied", the errno an LSM's
 // refusal gives (and Landlock's of a TCP connect, on the same backend),
@@ -14,6 +14,12 @@ import (
 // raises PermissionError); not EPERM, the default profile's, nor
 // EAFNOSUPPORT, which would tell a program the kernel lacks AF_INET.
 const SocketErrno = 13
+
+// FastOpenErrno is what the gate answers a send with MSG_FASTOPEN:
+// EOPNOTSUPP, the kernel's own answer where TCP Fast Open is off, on
+// which a program connects first instead (and Landlock judges that
+// connect).
+const FastOpenErrno = 95
 
 // Linux's values (the same on amd64 and arm64; written out, as enosys
 // is, so that the compiler builds on every OS).
@@ -24,6 +30,7 @@ const (
 	sockStream    = 1
 	sockSeqpacket = 5
 	ipprotoTCP    = 6
+	msgFastOpen   = 0x20000000
 	// socketFlags are the flags socket(2) and socketpair(2) take in
 	// their type argument (SOCK_NONBLOCK, SOCK_CLOEXEC); the gate
 	// compares the type with them masked off.
@@ -41,7 +48,7 @@ type gateInsn struct {
 	jt, jf  string // labels of a conditional jump; "" = the next instruction
 }
 
-// socketGate is the TCP-only gate (Options.TCPOnly), for the prefix:
+// socketGate is the socket gate (Options.SocketGate), for the prefix:
 //
 //	socket(family, type, protocol): allowed (falls through to the rest of
 //	  the filter) only for family AF_INET or AF_INET6, type SOCK_STREAM
@@ -57,15 +64,26 @@ type gateInsn struct {
 //	  refused or ignored). A datagram pair is refused, since sendto and
 //	  connect on it take any host socket's path, and so is every other
 //	  family (AF_TIPC has pairs too).
+//	listen(): ERRNO(SocketErrno). On a TCP socket that bind did not
+//	  bind (Landlock refuses that bind) listen binds a port itself, on
+//	  every address, and Landlock does not check it: the program would
+//	  serve the host's network. No socket the gate lets be made can
+//	  listen otherwise.
+//	sendto(), sendmsg(), sendmmsg() with MSG_FASTOPEN in their flags:
+//	  ERRNO(FastOpenErrno). Fast Open connects from within the send,
+//	  where Landlock does not check the connect.
 //
 // Every argument is compared on all 64 bits, as the rest of the filter
 // does (any high bit set is refused). It ends with the syscall number
 // loaded again, for what follows.
 func socketGate(table map[string]uint32) ([]bpf.Instruction, error) {
-	socket, ok1 := table["socket"]
-	pair, ok2 := table["socketpair"]
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("seccomp: no socket or socketpair in this arch's table")
+	nr := map[string]uint32{}
+	for _, name := range []string{"socket", "socketpair", "listen", "sendto", "sendmsg", "sendmmsg"} {
+		n, ok := table[name]
+		if !ok {
+			return nil, fmt.Errorf("seccomp: no %s in this arch's syscall table", name)
+		}
+		nr[name] = n
 	}
 	var g []gateInsn
 	ld := func(off uint32) { g = append(g, gateInsn{in: bpf.LoadAbsolute{Off: off, Size: 4}}) }
@@ -82,8 +100,20 @@ func socketGate(table map[string]uint32) ([]bpf.Instruction, error) {
 	maskedType := func() { ld(lo(1)); ins(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: ^uint32(socketFlags)}) }
 
 	ld(offNr)
-	jump(bpf.JumpEqual, socket, "socket", "")
-	jump(bpf.JumpEqual, pair, "pair", "out")
+	jump(bpf.JumpEqual, nr["socket"], "socket", "")
+	jump(bpf.JumpEqual, nr["socketpair"], "pair", "")
+	jump(bpf.JumpEqual, nr["listen"], "deny", "")
+	jump(bpf.JumpEqual, nr["sendto"], "flags3", "")
+	jump(bpf.JumpEqual, nr["sendmmsg"], "flags3", "")
+	jump(bpf.JumpEqual, nr["sendmsg"], "flags2", "out")
+
+	// The flags are an unsigned int: the kernel reads the low word only.
+	label("flags3")
+	ld(lo(3))
+	jump(bpf.JumpBitsSet, msgFastOpen, "fastopen", "out")
+	label("flags2")
+	ld(lo(2))
+	jump(bpf.JumpBitsSet, msgFastOpen, "fastopen", "out")
 
 	label("socket")
 	hiZero(0)
@@ -108,6 +138,8 @@ func socketGate(table map[string]uint32) ([]bpf.Instruction, error) {
 	jump(bpf.JumpEqual, sockStream, "out", "")
 	jump(bpf.JumpEqual, sockSeqpacket, "out", "deny")
 
+	label("fastopen")
+	ins(bpf.RetConstant{Val: retErrno | uint32(FastOpenErrno)})
 	label("deny")
 	ins(bpf.RetConstant{Val: retErrno | uint32(SocketErrno)})
 	label("out")

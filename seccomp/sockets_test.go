@@ -11,60 +11,74 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The socket gate (TCPOnly) over the default profile, an allow-all
+// The socket gate (SocketGate) over the default profile, an allow-all
 // profile and a profile whose rules allow every socket: socket() is left
 // to the profile only for TCP over IPv4 and IPv6 (flags masked off,
 // protocol 0 or IPPROTO_TCP), socketpair() only for unix stream and
-// seqpacket pairs; everything else is EACCES, whatever the profile
+// seqpacket pairs, sends only without MSG_FASTOPEN (EOPNOTSUPP);
+// every other socket, and listen, is EACCES, whatever the profile
 // allows; other syscalls are decided as without the gate.
 func TestSocketGate(t *testing.T) {
 	native := arches[runtime.GOARCH].audit
-	socket, pair := sysnums[runtime.GOARCH]["socket"], sysnums[runtime.GOARCH]["socketpair"]
-	eacces := uint32(retErrno | unix.EACCES)
+	nr := sysnums[runtime.GOARCH]
+	socket, pair := nr["socket"], nr["socketpair"]
+	eacces, eopnotsupp := uint32(retErrno|unix.EACCES), uint32(retErrno|unix.EOPNOTSUPP)
 	const hiBit = 1 << 32
 	flags := uint64(unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC)
 	type call struct {
 		name string
 		nr   uint32
 		args []uint64
-		pass bool // the gate lets it through to the profile
+		deny uint32 // the gate's answer; 0: it lets it through to the profile
 	}
 	calls := []call{
-		{"tcp", socket, []uint64{unix.AF_INET, unix.SOCK_STREAM, 0}, true},
-		{"tcp, IPPROTO_TCP", socket, []uint64{unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_TCP}, true},
-		{"tcp6, flags", socket, []uint64{unix.AF_INET6, unix.SOCK_STREAM | flags, 0}, true},
-		{"tcp, nonblock", socket, []uint64{unix.AF_INET, unix.SOCK_STREAM | unix.SOCK_NONBLOCK, 0}, true},
-		{"udp", socket, []uint64{unix.AF_INET, unix.SOCK_DGRAM, 0}, false},
-		{"udp, IPPROTO_UDP", socket, []uint64{unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_UDP}, false},
-		{"udp6, cloexec", socket, []uint64{unix.AF_INET6, unix.SOCK_DGRAM | unix.SOCK_CLOEXEC, 0}, false},
-		{"icmp ping", socket, []uint64{unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP}, false},
-		{"raw", socket, []uint64{unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_RAW}, false},
-		{"raw6", socket, []uint64{unix.AF_INET6, unix.SOCK_RAW, 0}, false},
-		{"sctp stream", socket, []uint64{unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP}, false},
-		{"sctp seqpacket", socket, []uint64{unix.AF_INET, unix.SOCK_SEQPACKET, unix.IPPROTO_SCTP}, false},
-		{"mptcp", socket, []uint64{unix.AF_INET, unix.SOCK_STREAM, 262}, false},
-		{"tcp, another flag", socket, []uint64{unix.AF_INET, unix.SOCK_STREAM | 0x100, 0}, false},
-		{"tcp, high family bit", socket, []uint64{hiBit | unix.AF_INET, unix.SOCK_STREAM, 0}, false},
-		{"tcp, high type bit", socket, []uint64{unix.AF_INET, hiBit | unix.SOCK_STREAM, 0}, false},
-		{"tcp, high protocol bit", socket, []uint64{unix.AF_INET, unix.SOCK_STREAM, hiBit}, false},
-		{"unix stream", socket, []uint64{unix.AF_UNIX, unix.SOCK_STREAM, 0}, false},
-		{"unix dgram", socket, []uint64{unix.AF_UNIX, unix.SOCK_DGRAM, 0}, false},
-		{"unix seqpacket", socket, []uint64{unix.AF_UNIX, unix.SOCK_SEQPACKET | flags, 0}, false},
-		{"netlink route", socket, []uint64{unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE}, false},
-		{"netlink dgram", socket, []uint64{unix.AF_NETLINK, unix.SOCK_DGRAM, 0}, false},
-		{"packet", socket, []uint64{unix.AF_PACKET, unix.SOCK_RAW, 0}, false},
-		{"vsock", socket, []uint64{unix.AF_VSOCK, unix.SOCK_STREAM, 0}, false},
-		{"alg", socket, []uint64{unix.AF_ALG, unix.SOCK_SEQPACKET, 0}, false},
-		{"tipc", socket, []uint64{unix.AF_TIPC, unix.SOCK_RDM, 0}, false},
-		{"bluetooth", socket, []uint64{unix.AF_BLUETOOTH, unix.SOCK_STREAM, 0}, false},
-		{"family 0", socket, []uint64{0, unix.SOCK_STREAM, 0}, false},
-		{"pair unix stream", pair, []uint64{unix.AF_UNIX, unix.SOCK_STREAM, 0, 0}, true},
-		{"pair unix stream, flags", pair, []uint64{unix.AF_UNIX, unix.SOCK_STREAM | flags, 0, 0}, true},
-		{"pair unix seqpacket", pair, []uint64{unix.AF_UNIX, unix.SOCK_SEQPACKET | unix.SOCK_CLOEXEC, 0, 0}, true},
-		{"pair unix dgram", pair, []uint64{unix.AF_UNIX, unix.SOCK_DGRAM, 0, 0}, false},
-		{"pair unix, high type bit", pair, []uint64{unix.AF_UNIX, hiBit | unix.SOCK_STREAM, 0, 0}, false},
-		{"pair tipc", pair, []uint64{unix.AF_TIPC, unix.SOCK_SEQPACKET, 0, 0}, false},
-		{"pair inet", pair, []uint64{unix.AF_INET, unix.SOCK_STREAM, 0, 0}, false},
+		{"tcp", socket, []uint64{unix.AF_INET, unix.SOCK_STREAM, 0}, 0},
+		{"tcp, IPPROTO_TCP", socket, []uint64{unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_TCP}, 0},
+		{"tcp6, flags", socket, []uint64{unix.AF_INET6, unix.SOCK_STREAM | flags, 0}, 0},
+		{"tcp, nonblock", socket, []uint64{unix.AF_INET, unix.SOCK_STREAM | unix.SOCK_NONBLOCK, 0}, 0},
+		{"udp", socket, []uint64{unix.AF_INET, unix.SOCK_DGRAM, 0}, eacces},
+		{"udp, IPPROTO_UDP", socket, []uint64{unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_UDP}, eacces},
+		{"udp6, cloexec", socket, []uint64{unix.AF_INET6, unix.SOCK_DGRAM | unix.SOCK_CLOEXEC, 0}, eacces},
+		{"icmp ping", socket, []uint64{unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP}, eacces},
+		{"raw", socket, []uint64{unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_RAW}, eacces},
+		{"raw6", socket, []uint64{unix.AF_INET6, unix.SOCK_RAW, 0}, eacces},
+		{"sctp stream", socket, []uint64{unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP}, eacces},
+		{"sctp seqpacket", socket, []uint64{unix.AF_INET, unix.SOCK_SEQPACKET, unix.IPPROTO_SCTP}, eacces},
+		{"mptcp", socket, []uint64{unix.AF_INET, unix.SOCK_STREAM, 262}, eacces},
+		{"tcp, another flag", socket, []uint64{unix.AF_INET, unix.SOCK_STREAM | 0x100, 0}, eacces},
+		{"tcp, high family bit", socket, []uint64{hiBit | unix.AF_INET, unix.SOCK_STREAM, 0}, eacces},
+		{"tcp, high type bit", socket, []uint64{unix.AF_INET, hiBit | unix.SOCK_STREAM, 0}, eacces},
+		{"tcp, high protocol bit", socket, []uint64{unix.AF_INET, unix.SOCK_STREAM, hiBit}, eacces},
+		{"unix stream", socket, []uint64{unix.AF_UNIX, unix.SOCK_STREAM, 0}, eacces},
+		{"unix dgram", socket, []uint64{unix.AF_UNIX, unix.SOCK_DGRAM, 0}, eacces},
+		{"unix seqpacket", socket, []uint64{unix.AF_UNIX, unix.SOCK_SEQPACKET | flags, 0}, eacces},
+		{"netlink route", socket, []uint64{unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE}, eacces},
+		{"netlink dgram", socket, []uint64{unix.AF_NETLINK, unix.SOCK_DGRAM, 0}, eacces},
+		{"packet", socket, []uint64{unix.AF_PACKET, unix.SOCK_RAW, 0}, eacces},
+		{"vsock", socket, []uint64{unix.AF_VSOCK, unix.SOCK_STREAM, 0}, eacces},
+		{"alg", socket, []uint64{unix.AF_ALG, unix.SOCK_SEQPACKET, 0}, eacces},
+		{"tipc", socket, []uint64{unix.AF_TIPC, unix.SOCK_RDM, 0}, eacces},
+		{"bluetooth", socket, []uint64{unix.AF_BLUETOOTH, unix.SOCK_STREAM, 0}, eacces},
+		{"family 0", socket, []uint64{0, unix.SOCK_STREAM, 0}, eacces},
+		{"pair unix stream", pair, []uint64{unix.AF_UNIX, unix.SOCK_STREAM, 0, 0}, 0},
+		{"pair unix stream, flags", pair, []uint64{unix.AF_UNIX, unix.SOCK_STREAM | flags, 0, 0}, 0},
+		{"pair unix seqpacket", pair, []uint64{unix.AF_UNIX, unix.SOCK_SEQPACKET | unix.SOCK_CLOEXEC, 0, 0}, 0},
+		{"pair unix dgram", pair, []uint64{unix.AF_UNIX, unix.SOCK_DGRAM, 0, 0}, eacces},
+		{"pair unix, high type bit", pair, []uint64{unix.AF_UNIX, hiBit | unix.SOCK_STREAM, 0, 0}, eacces},
+		{"pair tipc", pair, []uint64{unix.AF_TIPC, unix.SOCK_SEQPACKET, 0, 0}, eacces},
+		{"pair inet", pair, []uint64{unix.AF_INET, unix.SOCK_STREAM, 0, 0}, eacces},
+		// listen binds an unbound TCP socket itself, unchecked by Landlock.
+		{"listen", nr["listen"], []uint64{3, 1}, eacces},
+		// Fast Open connects inside the send, unchecked by Landlock.
+		{"sendto fastopen", nr["sendto"], []uint64{3, 0, 2, unix.MSG_FASTOPEN, 0, 16}, eopnotsupp},
+		{"sendto fastopen|nosignal", nr["sendto"], []uint64{3, 0, 2, unix.MSG_FASTOPEN | unix.MSG_NOSIGNAL, 0, 16}, eopnotsupp},
+		{"sendmsg fastopen", nr["sendmsg"], []uint64{3, 0, unix.MSG_FASTOPEN}, eopnotsupp},
+		{"sendmmsg fastopen", nr["sendmmsg"], []uint64{3, 0, 1, unix.MSG_FASTOPEN}, eopnotsupp},
+		{"sendto", nr["sendto"], []uint64{3, 0, 2, unix.MSG_NOSIGNAL | unix.MSG_DONTWAIT, 0, 16}, 0},
+		{"sendto, fastopen in the high word", nr["sendto"], []uint64{3, 0, 2, unix.MSG_FASTOPEN << 32, 0, 16}, 0},
+		{"sendmsg", nr["sendmsg"], []uint64{3, 0, unix.MSG_NOSIGNAL}, 0},
+		{"sendmsg, fastopen in arg 3", nr["sendmsg"], []uint64{3, 0, 0, unix.MSG_FASTOPEN}, 0},
+		{"sendmmsg", nr["sendmmsg"], []uint64{3, 0, 1, 0}, 0},
 	}
 	def, err := DefaultProfile()
 	if err != nil {
@@ -77,14 +91,14 @@ func TestSocketGate(t *testing.T) {
 		p.Override(policy.SyscallRule{Names: sockets, Action: policy.ActAllow})
 		return p
 	}()
-	others := []string{"getpid", "read", "connect", "sendto", "bind", "mount", "clone3"}
+	others := []string{"getpid", "read", "connect", "bind", "accept4", "recvmsg", "setsockopt", "mount", "clone3"}
 	for _, prof := range []*Profile{def, allowAll, opened} {
 		for _, notify := range []bool{false, true} {
 			bare, err := Compile(prof, Options{Notify: notify})
 			if err != nil {
 				t.Fatal(err)
 			}
-			gated, err := Compile(prof, Options{Notify: notify, TCPOnly: true})
+			gated, err := Compile(prof, Options{Notify: notify, SocketGate: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,17 +107,17 @@ func TestSocketGate(t *testing.T) {
 			}
 			for _, c := range calls {
 				want := eval(t, bare, native, c.nr, c.args...)
-				if !c.pass {
-					want = eacces
+				if c.deny != 0 {
+					want = c.deny
 				}
 				if got := eval(t, gated, native, c.nr, c.args...); got != want {
 					t.Errorf("%s, notify %v: %s: %#x, want %#x", prof.Name, notify, c.name, got, want)
 				}
 			}
 			for _, name := range others {
-				nr := sysnums[runtime.GOARCH][name]
+				n := nr[name]
 				for _, args := range [][]uint64{nil, {unix.AF_UNIX, unix.SOCK_DGRAM, 0}} {
-					if got, want := eval(t, gated, native, nr, args...), eval(t, bare, native, nr, args...); got != want {
+					if got, want := eval(t, gated, native, n, args...), eval(t, bare, native, n, args...); got != want {
 						t.Errorf("%s: %s%v: %#x with the gate, %#x without", prof.Name, name, args, got, want)
 					}
 				}
@@ -117,11 +131,11 @@ func TestSocketGate(t *testing.T) {
 		t.Errorf("the default profile without the gate: unix dgram %#x, want allowed", got)
 	}
 	// A foreign arch is still killed first.
-	gated, _ := Compile(def, Options{TCPOnly: true})
+	gated, _ := Compile(def, Options{SocketGate: true})
 	if got := eval(t, gated, auditI386, socket, unix.AF_INET, unix.SOCK_STREAM, 0); got != retKillProcess {
 		t.Errorf("i386 socket: %#x, want KILL_PROCESS", got)
 	}
 	if slices.Equal(gated, bare) {
-		t.Error("TCPOnly compiled the same program")
+		t.Error("SocketGate compiled the same program")
 	}
 }
