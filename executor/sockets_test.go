@@ -243,7 +243,6 @@ func probeSockets(t *testing.T, ex *executor.Executor, py string, p policy.Polic
 
 func tcpPort(ln net.Listener) string { return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port) }
 
-
 // The socket table, judged from the host, root and rootless: the process
 // backend off the host's network (net "", none) makes only TCP sockets
 // (socket() is EACCES for every other family and type: UDP, raw, ping,
