@@ -21,16 +21,17 @@ type Unmet struct {
 	Reason string  `json:"reason"`
 	Fix    string  `json:"fix,omitempty"`
 	// Default says the policy left the field at its default, which the
-	// backend it chose cannot apply (the process backend's network): not
-	// refused, only reported.
+	// backend it chose cannot apply (the process backend's filesystem
+	// without Landlock, its signals without scopes): not refused, only
+	// reported.
 	Default bool `json:"default,omitempty"`
 	// Required says best_effort cannot waive it: without it the program
 	// would run somewhere else than asked (a mount, a working directory),
 	// not merely less confined.
 	Required bool `json:"required,omitempty"`
-	// Partial says the control is enforced but for a part the host's
-	// mechanism cannot reach (Landlock below ABI 10 has no UDP rules):
-	// listed, never refused.
+	// Partial says the control is enforced but for a part the policy
+	// itself gives up (the process backend's net host reaches the host's
+	// pathname unix sockets): listed, never refused.
 	Partial bool `json:"partial,omitempty"`
 }
 
