@@ -200,21 +200,25 @@ func (e *Executor) Host() *policy.Host { return e.host.Clone() }
 // airlock-daemon. A policy that does not validate reports true: its run
 // refuses it, naming why.
 func (e *Executor) FilterCached(p policy.Policy) bool {
-	if err := p.Validate(); err != nil || p.Seccomp.Profile == "none" {
+	// The filter depends on the backend and network Check decides (the
+	// process backend's socket gate): a policy it refuses needs none.
+	enf, err := e.check(&p)
+	if err != nil || !enf.Seccomp {
 		return true
 	}
-	f, _, _, err := e.cachedFilter(p.Seccomp, filterIDs(p, p.Backend == "process"))
+	f, _, _, err := e.cachedFilter(p.Seccomp, filterFor(p, enf))
 	return err != nil || f != nil
 }
 
 // filter returns the compiled filter of a policy's seccomp part (nil for
 // profile "none"), compiling each distinct one once: cached in memory and,
-// if configured, on disk.
-func (e *Executor) filter(s policy.Seccomp, ids *seccomp.IDs) (*seccomp.Filter, error) {
+// if configured, on disk. opts are what the filter depends on beyond s
+// (filterFor): the jail's inside ids, the process backend's socket gate.
+func (e *Executor) filter(s policy.Seccomp, opts seccomp.Options) (*seccomp.Filter, error) {
 	if s.Profile == "none" {
 		return nil, nil
 	}
-	f, key, body, err := e.cachedFilter(s, ids)
+	f, key, body, err := e.cachedFilter(s, opts)
 	if err != nil || f != nil {
 		return f, err
 	}
@@ -222,7 +226,8 @@ func (e *Executor) filter(s policy.Seccomp, ids *seccomp.IDs) (*seccomp.Filter, 
 	if err != nil {
 		return nil, err
 	}
-	prog, err := seccomp.Compile(prof, seccomp.Options{Notify: e.notify, IDs: ids})
+	opts.Notify = e.notify
+	prog, err := seccomp.Compile(prof, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -234,25 +239,28 @@ func (e *Executor) filter(s policy.Seccomp, ids *seccomp.IDs) (*seccomp.Filter, 
 	return f, nil
 }
 
-// filterIDs are the ids p's filter confines id changes to
-// (seccomp.IDs): the jail's inside ids, the only ones its user namespace
-// maps; nil for the process backend, which has no user namespace.
-func filterIDs(p policy.Policy, process bool) *seccomp.IDs {
-	if process {
-		return nil
+// filterFor is what p's filter depends on beyond its seccomp part, as
+// Check decided its run: the jail's inside ids, the only ones its user
+// namespace maps, to which id changes are confined (seccomp.IDs); the
+// process backend's socket gate (Enforcement.Sockets), which has no user
+// namespace and so no ids.
+func filterFor(p policy.Policy, enf policy.Enforcement) seccomp.Options {
+	o := seccomp.Options{SocketGate: enf.Sockets}
+	if !enf.Process() {
+		uid, gid := p.InsideIDs()
+		o.IDs = &seccomp.IDs{UID: uint32(uid), GID: uint32(gid)}
 	}
-	uid, gid := p.InsideIDs()
-	return &seccomp.IDs{UID: uint32(uid), GID: uint32(gid)}
+	return o
 }
 
 // cachedFilter returns s's compiled filter from memory or, loading it into
 // memory, from the disk cache; nil when neither has it, with its cache key
 // and the imported profile's content (seccomp.ReadProfile) to compile it.
-func (e *Executor) cachedFilter(s policy.Seccomp, ids *seccomp.IDs) (f *seccomp.Filter, key string, body []byte, err error) {
+func (e *Executor) cachedFilter(s policy.Seccomp, opts seccomp.Options) (f *seccomp.Filter, key string, body []byte, err error) {
 	if body, err = seccomp.ReadProfile(s); err != nil {
 		return nil, "", nil, err
 	}
-	if key, err = e.filterKey(s, body, ids); err != nil {
+	if key, err = e.filterKey(s, body, opts); err != nil {
 		return nil, "", nil, err
 	}
 	e.mu.Lock()
@@ -683,7 +691,7 @@ func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, er
 	var filter *seccomp.Filter
 	if enf.Seccomp {
 		var err error
-		if filter, err = e.filter(p.Seccomp, filterIDs(p, enf.Process())); err != nil {
+		if filter, err = e.filter(p.Seccomp, filterFor(p, enf)); err != nil {
 			return nsjail.Spec{}, err
 		}
 	}

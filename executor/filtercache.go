@@ -25,10 +25,11 @@ import (
 // without resolving it: the policy's own description, an imported
 // profile's content, and everything the compilation depends on (arch,
 // libseccomp, kernel release for the Docker profile's kernel-dependent
-// rules, kill-by-notify, and this binary).
+// rules, kill-by-notify, the process backend's socket gate, the jail's inside ids, and this
+// binary): the jail's filter and the gated one never share a key.
 // body is the imported profile's content (seccomp.ReadProfile), read once
 // for both the key and the compilation.
-func (e *Executor) filterKey(s policy.Seccomp, body []byte, ids *seccomp.IDs) (string, error) {
+func (e *Executor) filterKey(s policy.Seccomp, body []byte, opts seccomp.Options) (string, error) {
 	h := sha256.New()
 	desc, err := seccompDesc(s)
 	if err != nil {
@@ -38,9 +39,9 @@ func (e *Executor) filterKey(s policy.Seccomp, body []byte, ids *seccomp.IDs) (s
 	h.Write(body)
 	var uts unix.Utsname
 	unix.Uname(&uts)
-	fmt.Fprintf(h, "\x00%s\x00%s\x00%v\x00%s\x00%s", runtime.GOARCH, seccomp.LibraryVersion(), e.notify, unix.ByteSliceToString(uts.Release[:]), e.self)
-	if ids != nil {
-		fmt.Fprintf(h, "\x00ids %d:%d", ids.UID, ids.GID)
+	fmt.Fprintf(h, "\x00%s\x00%s\x00%v\x00%s\x00%s\x00socket gate %v", runtime.GOARCH, seccomp.LibraryVersion(), e.notify, unix.ByteSliceToString(uts.Release[:]), e.self, opts.SocketGate)
+	if opts.IDs != nil {
+		fmt.Fprintf(h, "\x00ids %d:%d", opts.IDs.UID, opts.IDs.GID)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

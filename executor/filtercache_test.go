@@ -18,7 +18,7 @@ import (
 func TestFilterCacheOnDisk(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
 	e1, _ := New(Config{SeccompCacheDir: dir})
-	f1, err := e1.filter(policy.Seccomp{Profile: "default"}, nil)
+	f1, err := e1.filter(policy.Seccomp{Profile: "default"}, seccomp.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestFilterCacheOnDisk(t *testing.T) {
 		t.Fatalf("after pruning: json %v, stale %v, fresh %v, stored %v", exists(old), exists(stale), exists(fresh), exists(files[0]))
 	}
 	e2, _ := New(Config{SeccompCacheDir: dir})
-	key, _ := e2.filterKey(policy.Seccomp{Profile: "default"}, nil, nil)
+	key, _ := e2.filterKey(policy.Seccomp{Profile: "default"}, nil, seccomp.Options{})
 	f2, ok := e2.loadCached(key)
 	if !ok || !reflect.DeepEqual(f2, f1) {
 		t.Fatalf("cached filter not reused as it was stored: %v", ok)
@@ -54,16 +54,79 @@ func TestFilterCacheOnDisk(t *testing.T) {
 		t.Fatal("a world-writable cache dir was trusted")
 	}
 	// A different policy gets a different key.
-	k2, _ := e2.filterKey(policy.Seccomp{Profile: "default", Rules: []policy.SyscallRule{{Names: []string{"getpid"}, Action: policy.ActKill}}}, nil, nil)
+	k2, _ := e2.filterKey(policy.Seccomp{Profile: "default", Rules: []policy.SyscallRule{{Names: []string{"getpid"}, Action: policy.ActKill}}}, nil, seccomp.Options{})
 	if k2 == key {
 		t.Fatal("rules do not change the cache key")
 	}
 	// So do the inside ids a jail's filter confines id changes to, and
 	// their absence (the process backend's filter).
-	k3, _ := e2.filterKey(policy.Seccomp{Profile: "default"}, nil, &seccomp.IDs{UID: 1000, GID: 1000})
-	k4, _ := e2.filterKey(policy.Seccomp{Profile: "default"}, nil, &seccomp.IDs{UID: 0, GID: 1000})
+	k3, _ := e2.filterKey(policy.Seccomp{Profile: "default"}, nil, seccomp.Options{IDs: &seccomp.IDs{UID: 1000, GID: 1000}})
+	k4, _ := e2.filterKey(policy.Seccomp{Profile: "default"}, nil, seccomp.Options{IDs: &seccomp.IDs{UID: 0, GID: 1000}})
 	if k3 == key || k4 == k3 {
 		t.Fatal("the inside ids do not change the cache key")
+	}
+}
+
+// The process backend's gated filter and the jail's never share a
+// cache entry, in memory or on disk, whichever is compiled first: a
+// policy's run on one backend after a run on the other loads its own
+// filter, with the gate exactly where Check put it.
+func TestFilterCacheByBackend(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	s := policy.Seccomp{Profile: "default"}
+	socket := uint32(unix.SYS_SOCKET)
+	udp := []uint64{unix.AF_INET, unix.SOCK_DGRAM, 0}
+	gated := func(f *seccomp.Filter) bool {
+		ret, err := seccomp.Eval(f.Program, socket, udp...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ret == 0x00050000|uint32(seccomp.SocketErrno)
+	}
+	for _, first := range []bool{false, true} {
+		os.RemoveAll(dir)
+		e1, _ := New(Config{SeccompCacheDir: dir})
+		a, err := e1.filter(s, seccomp.Options{SocketGate: first})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := e1.filter(s, seccomp.Options{SocketGate: !first})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gated(a) != first || gated(b) != !first {
+			t.Fatalf("in memory, %v first: gated %v then %v", first, gated(a), gated(b))
+		}
+		// Another executor on the same disk cache.
+		e2, _ := New(Config{SeccompCacheDir: dir})
+		for _, gate := range []bool{first, !first} {
+			f, _, _, err := e2.cachedFilter(s, seccomp.Options{SocketGate: gate})
+			if err != nil || f == nil || gated(f) != gate {
+				t.Fatalf("on disk, gate %v: %v %v", gate, f != nil, err)
+			}
+		}
+	}
+	// What Check decides picks the filter: the jail never gets the gate,
+	// the process backend does, but on the host's network.
+	e, _ := New(Config{})
+	for _, c := range []struct {
+		p    policy.Policy
+		want bool
+	}{
+		{policy.Policy{}, false},
+		{policy.Policy{Net: policy.NetNone}, false},
+		// best_effort: on a host without Landlock's TCP rules too.
+		{policy.Policy{Backend: "process", BestEffort: policy.DegradeLandlock | policy.DegradeNetwork}, true},
+		{policy.Policy{Backend: "process", Net: policy.NetNone, BestEffort: policy.DegradeLandlock | policy.DegradeNetwork}, true},
+		{policy.Policy{Backend: "process", Net: policy.NetHost}, false},
+	} {
+		enf, err := e.check(&c.p)
+		if err != nil {
+			t.Fatalf("%+v: %v", c.p, err)
+		}
+		if enf.Sockets != c.want {
+			t.Errorf("%+v: sockets %v, want %v", c.p, enf.Sockets, c.want)
+		}
 	}
 }
 
@@ -131,7 +194,7 @@ func TestImportedProfileReadOnce(t *testing.T) {
 	e, _ := New(Config{})
 	defer e.Close()
 	done := make(chan error, 1)
-	go func() { _, err := e.filter(policy.Seccomp{Profile: fifo}, nil); done <- err }()
+	go func() { _, err := e.filter(policy.Seccomp{Profile: fifo}, seccomp.Options{}); done <- err }()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -44,8 +44,8 @@ func loopbackServer(t *testing.T) (string, *atomic.Int64) {
 // process backend's net none, and its default, deny TCP, and the result
 // says so; on a kernel without them an explicit net none is refused
 // before anything runs, naming the ABI, best_effort runs it and lists the
-// network as not enforced, and the default runs on the host's network
-// and says so; the jail's net none does not reach the host.
+// network as not enforced, and so is the default (it is net none); the
+// jail's net none does not reach the host.
 func TestProcessBackendNetNone(t *testing.T) {
 	py := testutil.RequireBinary(t, "python3")
 	url, conns := loopbackServer(t)
@@ -84,9 +84,15 @@ func TestProcessBackendNetNone(t *testing.T) {
 	if err != nil || res.Status != nsjail.StatusOK || res.Stdout != "reached\n" || !slices.Contains(res.Enforced.NotEnforced, "network isolation") {
 		t.Fatalf("process backend, net none, best effort: %+v, %v; want a run that reached the host and lists network isolation as not enforced", res, err)
 	}
+	// The default net is none: refused as net none is (issue 42: nothing
+	// listed without an opt-in), run by best_effort, listed.
 	res, err = run(policy.Policy{Backend: "process"})
+	if res != nil || !errors.As(err, &u) || u.Control != "network isolation" || u.Check != policy.CheckLandlockNet {
+		t.Fatalf("process backend, default net: %+v, %v; want refused, naming the network", res, err)
+	}
+	res, err = run(policy.Policy{Backend: "process", BestEffort: policy.DegradeNetwork | policy.DegradeLandlock})
 	if err != nil || res.Status != nsjail.StatusOK || !slices.Equal(res.Enforced.NotEnforced, []string{"network isolation", "filesystem isolation"}) {
-		t.Fatalf("process backend, default net: %+v, %v; want a run listing network and filesystem isolation as not enforced", res, err)
+		t.Fatalf("process backend, default net, best effort: %+v, %v; want a run listing network and filesystem isolation as not enforced", res, err)
 	}
 	if n := conns.Load(); n != 2 {
 		t.Errorf("the listener saw %d connections, want the two runs'", n)

@@ -200,7 +200,10 @@ func TestProcessLandlock(t *testing.T) {
 		}
 		defer bare.Close()
 		executor.SimulateLandlock(bare, 0)
-		res, sig := run(t, bare, policy.Policy{Backend: "process", BestEffort: policy.DegradeLandlock | policy.DegradeNetwork})
+		// Without the seccomp filter too, whose socket gate refuses unix
+		// sockets (TestSocketTable): the abstract socket is then only
+		// Landlock's to deny, as on net host above.
+		res, sig := run(t, bare, policy.Policy{Backend: "process", BestEffort: policy.DegradeLandlock | policy.DegradeNetwork, Seccomp: policy.Seccomp{Profile: "none"}})
 		if res.Enforced.Landlock != 0 {
 			t.Fatalf("enforced %+v, want no landlock", res.Enforced)
 		}
@@ -247,7 +250,7 @@ func TestProcessLandlockBind(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "canary"), []byte(secret), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := policy.Policy{Backend: "process", Mounts: []policy.Mount{{Type: policy.MountROBind, Source: dir, Target: dir}}}
+	p := policy.Policy{Backend: "process", Net: processNet(ex), Mounts: []policy.Mount{{Type: policy.MountROBind, Source: dir, Target: dir}}}
 	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"sh", "-c", `cat "$0"/canary; echo x > "$0"/escaped`, dir}, Policy: p})
 	if err != nil {
 		t.Fatal(err)
@@ -332,9 +335,9 @@ func TestLanguagesProcessLandlock(t *testing.T) {
 }
 
 // Where the kernel lacks what a policy needs of Landlock, the process
-// backend refuses it, naming the control and the ABI (net none needs
-// network rules, ABI 4), unless best_effort; without Landlock at all it
-// runs on the host's filesystem and says so.
+// backend refuses it, naming the control and the ABI (net none, the
+// default too, needs network rules, ABI 4), unless best_effort; without
+// Landlock at all it runs on the host's filesystem and says so.
 func TestProcessLandlockMissing(t *testing.T) {
 	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t)})
 	if err != nil {
@@ -351,8 +354,11 @@ func TestProcessLandlockMissing(t *testing.T) {
 		}
 	}
 	executor.SimulateLandlock(ex, 0)
-	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: policy.Policy{Backend: "process"}})
-	if err != nil || res.Enforced.Landlock != 0 || !slices.Equal(res.Enforced.NotEnforced, []string{"network isolation", "filesystem isolation"}) {
-		t.Errorf("no Landlock: %v %+v", err, res)
+	if _, err := ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: policy.Policy{Backend: "process"}}); !errors.Is(err, executor.ErrUnsupported) {
+		t.Errorf("no Landlock, the default net (none): %v; want refused", err)
+	}
+	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: policy.Policy{Backend: "process", Net: policy.NetHost}})
+	if err != nil || res.Enforced.Landlock != 0 || !slices.Equal(res.Enforced.NotEnforced, []string{"filesystem isolation"}) {
+		t.Errorf("no Landlock, net host: %v %+v", err, res)
 	}
 }

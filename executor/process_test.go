@@ -22,7 +22,7 @@ func TestProcessBackend(t *testing.T) {
 	t.Setenv("AIRLOCK_CANARY_SECRET", "s3cr3t")
 	ex, _ := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t)})
 	defer ex.Close()
-	p := policy.Policy{Backend: "process", Setenv: map[string]string{"GIVEN": "yes"}}
+	p := policy.Policy{Backend: "process", Net: processNet(ex), Setenv: map[string]string{"GIVEN": "yes"}}
 	code := `import os, sys, json
 print(json.load(open(os.environ["AIRLOCK_INPUT"]))["n"], sys.argv[1], input(), os.getcwd() == os.environ["HOME"])
 print(sorted(k for k in os.environ if k not in ("PWD", "LC_CTYPE")))
@@ -43,13 +43,24 @@ print(os.getuid() != 0, st["NoNewPrivs"], st["Seccomp"], st["CapEff"], os.getsid
 	}
 	m := "765432"
 	res, err = ex.Execute(t.Context(), executor.Request{Args: []string{"sh", "-c", "(sleep " + m + " &); exec sleep " + m},
-		Policy: policy.Policy{Backend: "process", Timeout: policy.Duration(time.Second)}})
+		Policy: policy.Policy{Backend: "process", Net: processNet(ex), Timeout: policy.Duration(time.Second)}})
 	if err != nil || res.Status != nsjail.StatusTimeout {
 		t.Fatalf("timeout: %v %+v", err, res)
 	}
 	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", m)) == 0 }) {
 		t.Fatalf("the process group outlived the timeout: %v", testutil.HostProcsWith("sleep", m))
 	}
+}
+
+// processNet is the net of a process backend policy ex runs whatever
+// the kernel: the default (none), or the host's where the kernel has no
+// Landlock TCP rules, without which net none is refused (the cgroup v2
+// guest's 6.1).
+func processNet(ex *executor.Executor) policy.Net {
+	if ex.Host().LandlockABI() < policy.LandlockNet {
+		return policy.NetHost
+	}
+	return ""
 }
 
 // The process backend runs only when chosen, or as the fallback of a

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -21,16 +22,17 @@ type Unmet struct {
 	Reason string  `json:"reason"`
 	Fix    string  `json:"fix,omitempty"`
 	// Default says the policy left the field at its default, which the
-	// backend it chose cannot apply (the process backend's network): not
-	// refused, only reported.
+	// backend it chose cannot apply (the process backend's filesystem
+	// without Landlock, its signals without scopes): not refused, only
+	// reported.
 	Default bool `json:"default,omitempty"`
 	// Required says best_effort cannot waive it: without it the program
 	// would run somewhere else than asked (a mount, a working directory),
 	// not merely less confined.
 	Required bool `json:"required,omitempty"`
-	// Partial says the control is enforced but for a part the host's
-	// mechanism cannot reach (Landlock below ABI 10 has no UDP rules):
-	// listed, never refused.
+	// Partial says the control is enforced but for a part the policy
+	// itself gives up (the process backend's net host reaches the host's
+	// pathname unix sockets): listed, never refused.
 	Partial bool `json:"partial,omitempty"`
 }
 
@@ -63,6 +65,14 @@ type Enforcement struct {
 	// sockets and the processes outside it (the process backend; the
 	// jail on the host's network).
 	LandlockScope bool `json:"landlock_scope,omitempty"`
+	// Sockets: the seccomp filter refuses (EACCES) every socket but TCP
+	// over IPv4 and IPv6, every socket pair but unix stream and seqpacket
+	// ones, listen, and TCP Fast Open's sends (seccomp.Options.SocketGate):
+	// the process backend off the host's network, where UDP, unix,
+	// netlink and the other families would reach the host, and so would
+	// TCP by the two paths Landlock does not check (listen's own bind, a
+	// Fast Open connect).
+	Sockets bool `json:"sockets,omitempty"`
 	// Unmet is every control not enforced: defaults the chosen backend
 	// cannot apply, and, with best_effort, what the host lacks.
 	Unmet []Unmet `json:"unmet,omitempty"`
@@ -86,13 +96,17 @@ func (e Enforcement) NotEnforced() []string {
 
 // Check decides how p runs on host h, the one place that does: which
 // backend, how limits are applied, whether the seccomp filter is loaded,
-// and everything h (or the backend) cannot enforce. Without best_effort
-// an unmet control the policy asked for is refused: the error is an
-// *UnsupportedError naming the first (and, in its reason, the others)
-// with its fix. With best_effort such controls are listed in Unmet
-// instead, except Required ones, which are always refused. Defaults the
-// chosen backend cannot apply are listed, never refused. An invalid p is
-// ErrInvalid. Check has no side effects.
+// and everything h (or the backend) cannot enforce. An unmet control is
+// refused, the defaults the chosen backend cannot apply included: the
+// error is an *UnsupportedError naming the first (a Required one first;
+// the others in its reason) with its fix, which names the --best-effort
+// value that would accept them. Each control best_effort names (Degrade:
+// limits, seccomp, namespaces, landlock, network) is listed in Unmet
+// instead; Required ones are always refused, and Partial ones (what the
+// policy itself gave up) always listed. An invalid p is ErrInvalid.
+// Check has no side effects.
+//
+// In the table, "best_effort NAME" is the name that waives a refusal.
 //
 // The fields, by backend:
 //
@@ -101,31 +115,33 @@ func (e Enforcement) NotEnforced() []string {
 //	file_size, open_files,
 //	max_output, setenv,
 //	env_pass, workspace
-//	memory, pids               cgroup; without one: explicit refused (best_effort: rlimits, listed),
+//	memory, pids               cgroup; without one: explicit refused (best_effort limits: rlimits, listed),
 //	                           default by rlimits
-//	cpus                       cgroup; without one refused (best_effort: listed)
-//	seccomp                    needs CheckSeccomp (best_effort: listed); "none" asks for nothing
-//	net ""                     own namespace           TCP denied by Landlock (CheckLandlockNet);
-//	                                                   without it the host's network, listed
-//	net none                   own namespace           needs CheckLandlockNet: TCP denied; without
-//	                                                   it refused (best_effort: listed)
-//	net loopback               own namespace           refused (best_effort: listed)
-//	net host                   host's                  host's
+//	cpus                       cgroup; without one refused (best_effort limits: listed)
+//	seccomp                    needs CheckSeccomp (best_effort seccomp: listed); "none" asks for nothing
+//	net "", none               own namespace           TCP denied by Landlock (CheckLandlockNet),
+//	                                                   every other socket by the seccomp filter
+//	                                                   (Sockets: UDP, unix, netlink, raw, ...);
+//	                                                   without either refused (best_effort network)
+//	net loopback               own namespace           refused (best_effort network: listed)
+//	net host                   host's                  host's (pathname unix sockets listed)
 //	filesystem                 own root, and Landlock  Landlock (CheckLandlock): system dirs read
 //	                           where the host has it   and execute, the workspace writable; without
-//	                                                   it the host's, listed as a default
-//	signals, abstract sockets  own pid, net namespace  Landlock scopes (CheckLandlockScope);
-//	                                                   without them listed as a default
+//	                                                   it refused (best_effort landlock: listed)
+//	signals                    own pid namespace       Landlock scopes (CheckLandlockScope);
+//	                                                   without them refused (best_effort landlock)
+//	abstract unix sockets      own net namespace       the seccomp filter (Sockets), and Landlock
+//	                                                   scopes
 //	mounts                     enforced                under Landlock binds of a host path at
 //	                                                   its own path (ruleset rules); all else
 //	                                                   refused, always
 //	chdir                      enforced                refused unless /workspace (the default)
 //	backend "", namespaces     needs CheckKernel and CheckUserNS; without them refused
-//	                           (best_effort: the process backend, listed)
+//	                           (best_effort namespaces: the process backend, listed)
 //
-// Where the process backend runs under Landlock below ABI 10 (9), UDP
-// (pathname unix sockets) stay reachable: listed as Partial, never
-// refused.
+// Under net host the process backend's program reaches the host's
+// pathname unix sockets its uid may connect to (the jail's, only those
+// bound in): listed as Partial, the explicit choice of net host.
 func Check(p Policy, h *Host) (Enforcement, error) {
 	if err := p.Validate(); err != nil {
 		return Enforcement{}, err
@@ -146,7 +162,7 @@ func Check(p Policy, h *Host) (Enforcement, error) {
 	e.Landlock = h.LandlockABI()
 	if e.Process() {
 		var u []Unmet
-		u, e.LandlockNet, e.LandlockScope = processUnmet(p, e.Backend != p.Backend, h)
+		u, e.LandlockNet, e.LandlockScope, e.Sockets = processUnmet(p, e.Backend != p.Backend, h)
 		unmet = append(unmet, u...)
 	} else {
 		// The jail's own namespaces isolate the network, abstract sockets
@@ -183,9 +199,10 @@ func jail(h *Host) (Unmet, bool) {
 
 // processUnmet is what the process backend cannot do for p on h, and
 // whether its Landlock ruleset denies TCP (net) and scopes sockets and
-// signals (scope). fallback says best_effort chose it (the policy asked
-// for the jail).
-func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope bool) {
+// signals (scope), and whether its seccomp filter refuses every socket
+// but TCP's (sockets). fallback says best_effort chose it (the policy
+// asked for the jail).
+func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope, sockets bool) {
 	const fix = "use the namespaces backend (the default)"
 	abi := h.LandlockABI()
 	ll := h.Get(CheckLandlock)
@@ -194,8 +211,20 @@ func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope boo
 	// and the kernel has network rules: net loopback under best_effort
 	// too, the nearest it can have.
 	net = p.Net != NetHost && abi >= LandlockNet && h.Has(CheckLandlockNet)
+	// Every other socket, there, is the filter's to refuse: UDP, raw,
+	// netlink and packet sockets, and unix ones (Landlock checks no
+	// connect to a pathname socket), wherever the filter is loaded (the
+	// condition Check gives Enforcement.Seccomp).
+	sockets = p.Net != NetHost && p.Seccomp.Profile != "none" && h.Has(CheckSeccomp)
 	switch {
 	case p.Net == NetHost:
+		// The host's network, asked for; and beyond the jail's, its
+		// pathname unix sockets (the jail reaches those bound in only).
+		// Without Landlock, filesystem isolation below covers them.
+		if abi >= LandlockFS {
+			out = append(out, Unmet{Control: "unix socket isolation", Field: "net", Partial: true,
+				Reason: "net host: the process backend's program reaches the host's pathname unix sockets its uid may connect to", Fix: fix + ", or net none"})
+		}
 	case p.Net == NetAllow:
 		// No waiver: without a network namespace of its own the program
 		// would have the host's whole network, not the allow-list.
@@ -206,32 +235,40 @@ func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope boo
 		out = append(out, Unmet{Control: "network isolation", Field: "net",
 			Reason: "net loopback cannot be enforced: the process backend shares the host's network namespace (Landlock denies TCP, it gives no private loopback)",
 			Fix:    fix + ", or net none, or net host to accept the host's network"})
-	case net:
-		if abi < LandlockUDP {
-			out = append(out, Unmet{Control: "udp isolation", Field: "net", Check: CheckLandlockNet, Partial: true,
-				Reason: fmt.Sprintf("landlock ABI %d denies TCP only: UDP needs ABI %d", abi, LandlockUDP), Fix: fix})
+	case !net:
+		// Refused, the default net included (its default is none), unless
+		// best_effort: under a fallback, the jail's refusal names the cause.
+		mode := "net " + string(p.Network())
+		if p.Net == "" {
+			mode = "the default net none"
 		}
-	case p.Net == "" || fallback:
-		// The policy left the network at its default, or asked for the
-		// jail, whose refusal above names the cause.
-		out = append(out, Unmet{Control: "network isolation", Field: "net", Check: CheckLandlockNet, Reason: "the process backend shares the host's network namespace, and " + landlockMissing(llNet, LandlockNet, "network rules"), Fix: fix, Default: !fallback})
-	default:
 		out = append(out, Unmet{Control: "network isolation", Field: "net", Check: CheckLandlockNet,
-			Reason: fmt.Sprintf("net %s cannot be enforced: the process backend shares the host's network namespace, and %s", p.Net, landlockMissing(llNet, LandlockNet, "network rules")),
+			Reason: fmt.Sprintf("%s cannot be enforced: the process backend shares the host's network namespace, and %s: TCP reaches the host", mode, landlockMissing(llNet, LandlockNet, "network rules")),
 			Fix:    orFix(llNet.Fix, "Linux 6.7 or newer with Landlock enabled") + "; or " + fix + ", or net host to accept the host's network"})
 	}
-	switch {
-	case abi >= LandlockFS:
-		if abi < LandlockUnix {
-			out = append(out, Unmet{Control: "unix socket isolation", Field: "backend", Check: CheckLandlock, Partial: true,
-				Reason: fmt.Sprintf("landlock ABI %d cannot deny connecting to the host's pathname unix sockets: that needs ABI %d", abi, LandlockUnix), Fix: fix})
+	if p.Net != NetHost && p.Net != NetAllow && !sockets {
+		why, check, sfix := "the seccomp filter, which refuses them, is off (profile none)", CheckID(""), "the default seccomp profile"
+		if p.Seccomp.Profile != "none" {
+			c := h.Get(CheckSeccomp)
+			why, check, sfix = "the host cannot load the seccomp filter that refuses them: "+c.Detail, CheckSeccomp, orFix(c.Fix, "a kernel with seccomp filters")
 		}
-	case !fallback:
+		sfix += ", or " + fix + ", or net host to accept the host's network"
+		out = append(out,
+			Unmet{Control: "udp isolation", Field: "net", Check: check, Fix: sfix,
+				Reason: "the process backend's program reaches the host with UDP, raw, netlink and packet sockets (Landlock confines TCP only), because " + why},
+			Unmet{Control: "unix socket isolation", Field: "net", Check: check, Fix: sfix,
+				Reason: "the process backend's program connects to the host's pathname unix sockets its uid may reach (Landlock does not check that connect), because " + why})
+	}
+	if abi < LandlockFS && !fallback {
 		out = append(out, Unmet{Control: "filesystem isolation", Field: "backend", Check: CheckLandlock, Reason: "the process backend runs on the host's filesystem, and " + landlockMissing(ll, LandlockFS, "filesystem rules"), Fix: fix, Default: true})
 	}
 	if scope = abi >= LandlockScope && h.Has(CheckLandlockScope); !scope && abi >= LandlockFS {
+		reason := "the program can signal the host's processes of its uid"
+		if !sockets {
+			reason += " and reach its abstract unix sockets"
+		}
 		out = append(out, Unmet{Control: "signal isolation", Field: "backend", Check: CheckLandlockScope, Default: true,
-			Reason: "the program can signal the host's processes of its uid and reach its abstract unix sockets: " + landlockMissing(h.Get(CheckLandlockScope), LandlockScope, "scopes"), Fix: fix})
+			Reason: reason + ": " + landlockMissing(h.Get(CheckLandlockScope), LandlockScope, "scopes"), Fix: fix})
 	}
 	if len(p.Mounts) > 0 && !landlockBinds(p.Mounts, abi) {
 		reason := "the process backend cannot mount: it runs on the host's filesystem"
@@ -243,7 +280,7 @@ func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope boo
 	if p.Chdir != "" && p.Chdir != "/workspace" {
 		out = append(out, Unmet{Control: "chdir", Field: "chdir", Reason: fmt.Sprintf("the process backend runs in its workspace directory, not %s", p.Chdir), Fix: fix + ", or change directory in the program", Required: true})
 	}
-	return out, net, scope
+	return out, net, scope, sockets
 }
 
 // landlockBinds reports whether the process backend can give mounts
@@ -294,17 +331,32 @@ func limits(p Policy, h *Host) (string, []Unmet) {
 
 // refuse is the error for unmet controls: the first one not waived
 // (every Required one, and every other one whose control best_effort
-// does not name: defaults the backend cannot apply and partial ones
-// included, so that nothing is listed in a result's not_enforced that
-// the caller did not accept), the others named in its reason, and in its
-// fix the --best-effort value that would accept them all.
+// does not name, the defaults the backend cannot apply included, so that
+// nothing is listed in a result's not_enforced that the caller did not
+// accept; a Partial one is the policy's own choice), the others named in
+// its reason, and in its fix the --best-effort value that would accept
+// them all.
 func refuse(unmet []Unmet, bestEffort Degrade) error {
 	var first *UnsupportedError
 	var others []string
 	var need Degrade
+	// A Required one first: no best_effort can waive it, so it is the
+	// one a caller must change.
+	unmet = slices.Clone(unmet)
+	slices.SortStableFunc(unmet, func(a, b Unmet) int {
+		switch {
+		case a.Required == b.Required:
+			return 0
+		case a.Required:
+			return -1
+		}
+		return 1
+	})
 	for _, u := range unmet {
 		d := degradeFor(u.Control)
-		if !u.Required && bestEffort.Has(d) {
+		if u.Partial || !u.Required && bestEffort.Has(d) {
+			// A partial one is what the policy gave up itself (net host):
+			// listed, its choice.
 			continue
 		}
 		if first == nil {

@@ -52,11 +52,15 @@ func TestCheck(t *testing.T) {
 	ns := Enforcement{Backend: "namespaces", Limits: "cgroup2", Seccomp: true, Notify: true, Landlock: LandlockMax}
 	with := func(e Enforcement, f func(*Enforcement)) Enforcement { f(&e); return e }
 	rl := func(e *Enforcement) { e.Limits = "rlimit" }
-	// The process backend, under Landlock ABI 7: filesystem, TCP, scopes.
-	proc := func(e *Enforcement) { e.Backend, e.LandlockNet, e.LandlockScope = "process", true, true }
+	// The process backend, under Landlock ABI 7: filesystem, TCP, scopes,
+	// and the filter's socket gate.
+	proc := func(e *Enforcement) {
+		e.Backend, e.LandlockNet, e.LandlockScope, e.Sockets = "process", true, true, true
+	}
 	// ... and on a host without Landlock.
-	bare := func(e *Enforcement) { e.Backend, e.Landlock = "process", 0 }
+	bare := func(e *Enforcement) { e.Backend, e.Landlock, e.Sockets = "process", 0, true }
 	noLL := func(e *Enforcement) { e.Landlock = 0 }
+	noSeccomp := func(p *Policy) { process(p); p.Seccomp.Profile = "none" }
 	gaps := []string{"udp isolation", "unix socket isolation"}
 	for _, c := range []checkCase{
 		// The default policy.
@@ -76,33 +80,56 @@ func TestCheck(t *testing.T) {
 		// best_effort degrades only what is missing.
 		{name: "best effort/full", pol: best(none), host: host(), want: ns},
 		{name: "best effort/no userns", pol: best(none), host: host(CheckUserNS), want: with(ns, proc),
-			unmet: append([]string{"namespaces"}, gaps...)},
+			unmet: []string{"namespaces"}},
 		{name: "best effort/no userns, landlock", pol: best(none), host: host(CheckUserNS, CheckLandlock), want: with(ns, bare),
 			unmet: []string{"namespaces", "filesystem isolation", "network isolation"}},
 		{name: "best effort/no seccomp", pol: best(none), host: host(CheckSeccomp), want: with(ns, func(e *Enforcement) { e.Seccomp = false }), unmet: []string{"seccomp"}},
 		{name: "best effort/no userns, mounts", pol: best(func(p *Policy) { p.Mounts = []Mount{{Type: MountTmpfs, Target: "/x"}} }), host: host(CheckUserNS), errCtl: "mounts"},
 		// The process backend needs no namespaces; it lists the isolation
 		// it does not give by default, and refuses what was demanded.
-		{name: "process/full", pol: process, host: host(), want: with(ns, proc), unmet: gaps},
-		{name: "process/no userns", pol: process, host: host(CheckUserNS, CheckKernel), want: with(ns, proc), unmet: gaps},
-		{name: "process/no landlock", pol: process, host: host(CheckLandlock), want: with(ns, bare), unmet: []string{"network isolation", "filesystem isolation"}},
+		{name: "process/full", pol: process, host: host(), want: with(ns, proc)},
+		{name: "process/no userns", pol: process, host: host(CheckUserNS, CheckKernel), want: with(ns, proc)},
+		// The default net is none: without Landlock's TCP rules it is
+		// refused, as an explicit net none is.
+		{name: "process/no landlock", pol: process, host: host(CheckLandlock), err: CheckLandlockNet, errCtl: "network isolation"},
+		// Without a filter (profile none, or a host without seccomp) UDP
+		// and unix sockets reach the host: refused, listed under
+		// best_effort; net host asks for them.
+		{name: "process/seccomp none", pol: noSeccomp, host: host(), errCtl: "udp isolation"},
+		{name: "process/seccomp none, best effort", pol: best(noSeccomp), host: host(),
+			want: with(ns, func(e *Enforcement) { proc(e); e.Seccomp, e.Sockets = false, false }), unmet: gaps},
+		{name: "process/seccomp none, net host", pol: func(p *Policy) { noSeccomp(p); p.Net = NetHost }, host: host(),
+			want: with(ns, func(e *Enforcement) { proc(e); e.Seccomp, e.Sockets, e.LandlockNet = false, false, false }), unmet: gaps[1:]},
+		{name: "process/no seccomp", pol: process, host: host(CheckSeccomp), err: CheckSeccomp, errCtl: "udp isolation"},
+		{name: "process/no seccomp, best effort", pol: best(process), host: host(CheckSeccomp),
+			want: with(ns, func(e *Enforcement) { proc(e); e.Seccomp, e.Sockets = false, false }), unmet: append(slices.Clone(gaps), "seccomp")},
 		// Landlock: net none needs ABI 4 (TCP rules); loopback is never
 		// enforceable (no private loopback); scopes are listed below ABI 6.
-		{name: "process/net none", pol: func(p *Policy) { process(p); p.Net = NetNone }, host: host(), want: with(ns, proc), unmet: gaps},
+		{name: "process/net none", pol: func(p *Policy) { process(p); p.Net = NetNone }, host: host(), want: with(ns, proc)},
 		{name: "process/net none, landlock 3", pol: func(p *Policy) { process(p); p.Net = NetNone }, host: host(CheckLandlockNet), err: CheckLandlockNet, errCtl: "network isolation"},
 		{name: "process/net none, no landlock", pol: func(p *Policy) { process(p); p.Net = NetNone }, host: host(CheckLandlock), err: CheckLandlockNet, errCtl: "network isolation"},
-		{name: "process/net none, landlock 5", pol: func(p *Policy) { process(p); p.Net = NetNone }, host: host(CheckLandlockScope),
-			want: with(ns, func(e *Enforcement) { proc(e); e.Landlock, e.LandlockScope = 5, false }), unmet: append(slices.Clone(gaps), "signal isolation")},
-		{name: "process/default net, landlock 3", pol: process, host: host(CheckLandlockNet),
-			want: with(ns, func(e *Enforcement) { e.Backend, e.Landlock = "process", 3 }), unmet: []string{"network isolation", "unix socket isolation", "signal isolation"}},
+		// Issue 42: a default the backend cannot apply is refused unless
+		// best_effort names its control (here landlock), then listed.
+		{name: "process/net none, landlock 5", pol: func(p *Policy) { process(p); p.Net = NetNone }, host: host(CheckLandlockScope), err: CheckLandlockScope, errCtl: "signal isolation"},
+		{name: "process/net none, landlock 5, best effort landlock", pol: func(p *Policy) { process(p); p.Net = NetNone; p.BestEffort = DegradeLandlock }, host: host(CheckLandlockScope),
+			want: with(ns, func(e *Enforcement) { proc(e); e.Landlock, e.LandlockScope = 5, false }), unmet: []string{"signal isolation"}},
+		{name: "process/net none, landlock 5, best effort limits", pol: func(p *Policy) { process(p); p.Net = NetNone; p.BestEffort = DegradeLimits }, host: host(CheckLandlockScope), err: CheckLandlockScope, errCtl: "signal isolation"},
+		{name: "process/default net, landlock 3", pol: process, host: host(CheckLandlockNet), err: CheckLandlockNet, errCtl: "network isolation"},
+		{name: "process/default net, landlock 3, best effort", pol: best(process), host: host(CheckLandlockNet),
+			want: with(ns, func(e *Enforcement) { e.Backend, e.Landlock, e.Sockets = "process", 3, true }), unmet: []string{"network isolation", "signal isolation"}},
 		{name: "process/net loopback", pol: func(p *Policy) { process(p); p.Net = NetLoopback }, host: host(), errCtl: "network isolation"},
 		{name: "process/net none, no landlock, best effort", pol: best(func(p *Policy) { process(p); p.Net = NetNone }), host: host(CheckLandlock), want: with(ns, bare), unmet: []string{"network isolation", "filesystem isolation"}},
-		{name: "process/net host", pol: func(p *Policy) { process(p); p.Net = NetHost }, host: host(), want: with(ns, func(e *Enforcement) { proc(e); e.LandlockNet = false }), unmet: gaps[1:]},
-		{name: "process/net host, no landlock", pol: func(p *Policy) { process(p); p.Net = NetHost }, host: host(CheckLandlock), want: with(ns, bare), unmet: []string{"filesystem isolation"}},
+		{name: "process/net host", pol: func(p *Policy) { process(p); p.Net = NetHost }, host: host(), want: with(ns, func(e *Enforcement) { proc(e); e.LandlockNet, e.Sockets = false, false }), unmet: gaps[1:]},
+		{name: "process/net host, no landlock", pol: func(p *Policy) { process(p); p.Net = NetHost }, host: host(CheckLandlock), err: CheckLandlock, errCtl: "filesystem isolation"},
+		{name: "process/net host, no landlock, best effort landlock", pol: func(p *Policy) { process(p); p.Net = NetHost; p.BestEffort = DegradeLandlock }, host: host(CheckLandlock), want: with(ns, func(e *Enforcement) { bare(e); e.Sockets = false }), unmet: []string{"filesystem isolation"}},
 		// Under Landlock a bind of a host path at its own path is a rule;
 		// nothing else mounts.
-		{name: "process/bind in place", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountROBind, Source: "/srv", Target: "/srv"}} }, host: host(), want: with(ns, proc), unmet: gaps},
-		{name: "process/bind in place, no landlock", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountROBind, Source: "/srv", Target: "/srv"}} }, host: host(CheckLandlock), errCtl: "mounts"},
+		{name: "process/bind in place", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountROBind, Source: "/srv", Target: "/srv"}} }, host: host(), want: with(ns, proc)},
+		{name: "process/bind in place, no landlock", pol: func(p *Policy) {
+			process(p)
+			p.Net = NetHost
+			p.Mounts = []Mount{{Type: MountROBind, Source: "/srv", Target: "/srv"}}
+		}, host: host(CheckLandlock), errCtl: "mounts"},
 		{name: "process/bind elsewhere", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountBind, Source: "/srv", Target: "/data"}} }, host: host(), errCtl: "mounts"},
 		{name: "process/tmpfs", pol: func(p *Policy) { process(p); p.Mounts = []Mount{{Type: MountTmpfs, Target: "/data"}} }, host: host(), errCtl: "mounts"},
 		{name: "process/chdir", pol: func(p *Policy) { process(p); p.Chdir = "/tmp" }, host: host(), errCtl: "chdir"},
@@ -198,22 +225,22 @@ func TestCheckFieldsByBackend(t *testing.T) {
 		{"env_pass", func(p *Policy) { p.EnvPass = []string{"TERM"} }, enforced, enforced},
 		{"max_output", func(p *Policy) { p.MaxOutput = 4096 }, enforced, enforced},
 		{"seccomp rules", func(p *Policy) { p.Seccomp.Rules = []SyscallRule{{Names: []string{"getpid"}, Action: ActKill}} }, enforced, enforced},
-		{"seccomp none", func(p *Policy) { p.Seccomp.Profile = "none" }, enforced, enforced},
+		// Without the filter the process backend's UDP and unix sockets
+		// reach the host.
+		{"seccomp none", func(p *Policy) { p.Seccomp.Profile = "none" }, enforced, refused},
 	}
-	// The process backend's defaults it cannot apply, always listed:
-	// under Landlock (ABI 7), UDP and pathname unix sockets; without it,
-	// the network and the filesystem (and a demanded net none is
-	// refused).
+	// What the process backend lists without an opt-in: under Landlock
+	// (ABI 7) nothing, but with net host the host's pathname unix
+	// sockets; without Landlock the filesystem (there its fields run on
+	// net host: the default net none is refused, as TestCheck shows).
 	procDefaults := func(p Policy, landlock bool) []string {
 		switch {
 		case landlock && p.Net == NetHost:
 			return []string{"unix socket isolation"}
 		case landlock:
-			return []string{"udp isolation", "unix socket isolation"}
-		case p.Net != "":
-			return []string{"filesystem isolation"}
+			return nil
 		}
-		return []string{"network isolation", "filesystem isolation"}
+		return []string{"filesystem isolation"}
 	}
 	for _, landlock := range []bool{true, false} {
 		h := host()
@@ -234,9 +261,17 @@ func checkFields(t *testing.T, h *Host, landlock bool, fields []fieldCase, procD
 				want = f.proc
 			}
 			p := Policy{Backend: backend}
+			if !landlock && backend == "process" {
+				// The host's filesystem, accepted: the field's own verdict
+				// is what is judged.
+				p.Net, p.BestEffort = NetHost, DegradeLandlock
+			}
 			f.set(&p)
-			if !landlock && f.field == "net none" && backend == "process" {
+			switch {
+			case !landlock && f.field == "net none" && backend == "process":
 				want = refused
+			case f.field == "seccomp none" && backend == "process" && p.Net == NetHost:
+				want = enforced // net host asks for the host's sockets
 			}
 			got, err := Check(p, h)
 			base := []string(nil)

@@ -136,7 +136,7 @@ func fieldOf(ie *InvalidError) string {
 func TestProcessBackendRefusesNetAllow(t *testing.T) {
 	p := Default()
 	p.Net, p.Egress.Allow, p.Backend, p.BestEffort = NetAllow, []string{"a.com"}, "process", DegradeNetwork
-	unmet, _, _ := processUnmet(p, false, &Host{})
+	unmet, _, _, _ := processUnmet(p, false, &Host{})
 	for _, u := range unmet {
 		if u.Field == "net" && u.Required {
 			return

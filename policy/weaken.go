@@ -27,7 +27,7 @@ func (p Policy) Weakenings() []string {
 		w = append(w, "net: allow "+strings.Join(p.Egress.Allow, ",")+" (through the supervisor's proxy)")
 	}
 	if p.Backend == "process" {
-		w = append(w, "backend: process (no namespaces: the host's processes, and its filesystem and network as far as Landlock, where the host has it, does not confine them)")
+		w = append(w, "backend: process (no namespaces: the host's processes, and its filesystem and network as far as Landlock and the seccomp filter's socket gate, where the host has them, do not confine them)")
 	}
 	for _, m := range p.Mounts {
 		switch {

@@ -44,6 +44,18 @@ type Options struct {
 	// one (the process backend), where every host id is mapped.
 	IDs *IDs
 
+	// SocketGate puts the socket gate (socketGate) first, before every
+	// rule of the profile: socket() is refused with SocketErrno but for
+	// TCP over IPv4 and IPv6, socketpair() but for unix stream and
+	// seqpacket pairs, listen() always, and a send with MSG_FASTOPEN
+	// with FastOpenErrno. For the process backend off the host's
+	// network, whose Landlock ruleset confines TCP's bind and connect
+	// only: every other socket (UDP, unix, netlink, packet, ...), and the
+	// two TCP paths Landlock does not check (listen's own bind, Fast
+	// Open's connect), would reach the host. The profile's own rules
+	// still decide what the gate lets through.
+	SocketGate bool
+
 	// libseccompOnly compiles every rule with libseccomp, with the
 	// unknown-number ranges in the prefix, as before the dispatch tree:
 	// the reference the tests compare the tree against.
@@ -73,6 +85,8 @@ type plan struct {
 	// returned by the prefix: KILL_PROCESS, or USER_NOTIF with Notify so
 	// that the supervisor can name the ABI and number before it kills.
 	foreign uint32
+	// gate is the socket gate (Options.SocketGate), nil without it.
+	gate []bpf.Instruction
 }
 
 // ErrUnknownSyscall is wrapped by compile errors for a deny rule naming a
@@ -137,6 +151,11 @@ func makePlan(p *Profile, goarch string, opts Options) (*plan, error) {
 		pl.known[nr] = true
 	}
 	pl.stub = p.DefaultAction != policy.ActAllow && p.DefaultAction != policy.ActLog
+	if opts.SocketGate {
+		if pl.gate, err = socketGate(table); err != nil {
+			return nil, err
+		}
+	}
 	return pl, nil
 }
 
@@ -234,6 +253,8 @@ const (
 //	ld arch; arch != native -> foreign           (kill, or notify to name it)
 //	ld nr;   nr == -1       -> libseccomp        (amd64: a tracer's skip, ENOSYS)
 //	         nr & x32 bit   -> foreign           (amd64)
+//	socket not TCP, socketpair not unix stream, listen -> ERRNO(EACCES)
+//	send* with MSG_FASTOPEN -> ERRNO(EOPNOTSUPP) (SocketGate)
 //	nr in a gap or > max    -> ERRNO(ENOSYS)     (withGaps; else the dispatch's)
 //	nr == N && args match   -> deny              (override rules)
 //	nr sets an unmapped id  -> ERRNO(EPERM)      (Options.IDs; ids.go)
@@ -254,6 +275,10 @@ func (pl *plan) prefix(withGaps bool) (p []bpf.Instruction, toLib []int, err err
 		p = append(p, bpf.Jump{},
 			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: x32Bit, SkipFalse: 1}, foreign)
 	}
+	// After the arch and x32 checks (the numbers it compares are the
+	// native ones), before everything that could allow a socket. It
+	// leaves the number loaded, as the gaps below expect.
+	p = append(p, pl.gate...)
 	if pl.stub && withGaps {
 		ret := bpf.RetConstant{Val: retErrno | enosys}
 		for _, g := range pl.gaps {

@@ -30,6 +30,16 @@
 // architecture lacks is an error, never dropped. Without cgo, Compile
 // refuses (policy.ErrUnsupported).
 //
+// # The socket gate
+//
+// With Options.SocketGate (the process backend off the host's network,
+// whose Landlock ruleset confines TCP's bind and connect only) the
+// prefix refuses, before any rule, every socket() but TCP over IPv4 and
+// IPv6 and every socketpair() but unix stream and seqpacket pairs
+// (EACCES), listen() (EACCES: its own bind of an unbound socket is not
+// Landlock's to check) and sends with MSG_FASTOPEN (EOPNOTSUPP: that
+// connect is not either). See socketGate.
+//
 // # Loading and violations
 //
 // The init loads the raw program with Load, seccomp(2) with TSYNC, as its

@@ -116,7 +116,10 @@ func backendLines(h *policy.Host) []string {
 		jail = "namespaces (the jail): cannot run here; only --backend process, or --best-effort=namespaces, runs"
 	}
 	proc := "an unprivileged uid, limits, no_new_privs, seccomp, process-group kill"
-	enf, err := policy.Check(policy.Policy{Backend: "process"}, h)
+	// best_effort: what it isolates here, and what not, even where a
+	// plain run would be refused (the default net none without
+	// Landlock's TCP rules).
+	enf, err := policy.Check(policy.Policy{Backend: "process", BestEffort: policy.DegradeLimits | policy.DegradeSeccomp | policy.DegradeLandlock | policy.DegradeNetwork}, h)
 	if err != nil {
 		return []string{"backends: " + jail}
 	}
@@ -128,6 +131,9 @@ func backendLines(h *policy.Host) []string {
 		if enf.LandlockScope {
 			proc += ", signals and abstract sockets"
 		}
+	}
+	if enf.Sockets {
+		proc += "; the filter makes only TCP sockets (no UDP, unix, netlink, ...; but --net host)"
 	}
 	return []string{"backends: " + jail,
 		"  process (--backend process; --best-effort=namespaces where the jail cannot run) isolates: " + proc,

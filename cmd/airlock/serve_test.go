@@ -19,6 +19,8 @@ import (
 	client "github.com/airlock-sandbox/airlock/clients/go"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/policy/hostprobe"
 )
 
 // served is an `airlock serve` process (this test binary as the CLI).
@@ -360,5 +362,79 @@ func TestServedProgramSignalDefaults(t *testing.T) {
 				t.Errorf("the served program's %q, want %q", res.Stdout, want)
 			}
 		})
+	}
+}
+
+// Issue 42, point 7: under `airlock serve --backend process` a served
+// program runs as a host uid, rootless the very uid that owns serve's
+// unix socket, so that only its filter keeps it from serve's API (and
+// so from every other client's sessions). The program tries to connect
+// to serve's socket and to open a session there; the verdict is the
+// host's: serve's session list is as it was, while the same request
+// from the host (the witness) opens one. As root the program runs as
+// uid 65534, which the socket's mode 0600 keeps out as well.
+func TestServeProcessBackendSocket(t *testing.T) {
+	py := testutil.RequireBinary(t, "python3")
+	dir := serveDir(t)
+	args := []string{"--backend", "process", "--pool", "0"}
+	if !hostprobe.Probe(hostprobe.Options{NoCgroup: true}).Has(policy.CheckLandlockNet) {
+		// The default net none needs Landlock's TCP rules (the cgroup v2
+		// guest's 6.1 has none); the filter's socket gate is on anyway.
+		args = append(args, "--best-effort")
+	}
+	s := serve(t, dir, args...)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", s.sock)
+	}}}
+	defer hc.CloseIdleConnections()
+	sessions := func() int {
+		t.Helper()
+		resp, err := hc.Get("http://airlock/v1/sessions")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("list: %d %s", resp.StatusCode, b)
+		}
+		return strings.Count(string(b), `"id"`)
+	}
+	before := sessions()
+	c, err := client.New("unix:"+s.sock, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	probe := `import socket, sys
+req = b"POST /v1/sessions HTTP/1.0\r\nHost: airlock\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+try:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(req)
+    print("reached", s.recv(64))
+except OSError as e:
+    print("refused", e.errno)
+`
+	res, err := c.Execute(t.Context(), executor.Request{Args: []string{py, "-c", probe, s.sock}})
+	if err != nil || res.Status != "ok" || res.Enforced.Backend != "process" {
+		t.Fatalf("%v %+v\n%s", err, res, s.stderr)
+	}
+	t.Logf("inside: %s%s", res.Stdout, res.Stderr)
+	mid := sessions()
+	if mid != before {
+		t.Errorf("the served program opened a session on serve's own socket: %d sessions, %d before", mid, before)
+	}
+	if !strings.HasPrefix(res.Stdout, "refused ") {
+		t.Errorf("the served program's connect to serve's socket: %q, want refused", res.Stdout)
+	}
+	// The witness: the same request from the host opens a session.
+	resp, err := hc.Post("http://airlock/v1/sessions", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if after := sessions(); resp.StatusCode/100 != 2 || after != mid+1 {
+		t.Errorf("from the host: %d, %d sessions (%d before): the check above proves nothing", resp.StatusCode, after, mid)
 	}
 }
