@@ -401,24 +401,43 @@ func TestServedProgramSignalDefaults(t *testing.T) {
 }
 
 // The run flags serve and mcp could only ignore are refused, naming why:
-// exit 125, nothing served.
+// exit 125, nothing served (the CLI as a process, so that a server that
+// starts instead is killed and reported, not waited for).
 func TestServeRefusesIdleFlags(t *testing.T) {
+	testutil.RequireUserNS(t)
 	dir := serveDir(t)
+	sock := filepath.Join(dir, "s.sock")
 	for _, cmd := range []string{"serve", "mcp"} {
 		for _, c := range [][]string{{"--tty"}, {"--json"}, {"--json=false"}, {"--verbose"}, {"--kill-grace", "5s"}} {
-			args := append([]string{"--listen", "unix:" + filepath.Join(dir, "s.sock"), "--work-dir", filepath.Join(dir, "w")}, c...)
-			run := serveCmd
-			if cmd == "mcp" {
-				run = mcpCmd
+			args := append([]string{cmd, "--listen", "unix:" + sock, "--work-dir", filepath.Join(dir, "w"), "--pool", "0"}, c...)
+			p := exec.Command(os.Args[0], args...)
+			p.Env = []string{"AIRLOCK_TEST_AS_CLI=1", "PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "TMPDIR=" + dir}
+			var stderr lockedBuffer
+			p.Stderr = &stderr
+			if err := p.Start(); err != nil {
+				t.Fatal(err)
 			}
-			var stderr bytes.Buffer
-			code := run(args, io.Discard, &stderr)
+			done := make(chan struct{})
+			go func() { p.Wait(); close(done) }()
+			exited := testutil.WaitFor(time.Minute, func() bool {
+				select {
+				case <-done:
+					return true
+				default:
+					return testutil.Exists(sock)
+				}
+			})
+			if !exited || testutil.Exists(sock) {
+				p.Process.Kill()
+				<-done
+				os.Remove(sock)
+				t.Errorf("%s %v: served instead of refusing the flag\n%s", cmd, c, &stderr)
+				continue
+			}
+			<-done
 			flag, _, _ := strings.Cut(c[0], "=")
-			if code != exitSetup || !strings.Contains(stderr.String(), flag) || !strings.Contains(stderr.String(), "does nothing with it") {
-				t.Errorf("%s %v: exit %d, %q; want %d naming %s and why", cmd, c, code, stderr.String(), exitSetup, flag)
-			}
-			if testutil.Exists(filepath.Join(dir, "s.sock")) {
-				t.Fatalf("%s %v: listened", cmd, c)
+			if code := p.ProcessState.ExitCode(); code != exitSetup || !strings.Contains(stderr.String(), flag) || !strings.Contains(stderr.String(), "does nothing with it") {
+				t.Errorf("%s %v: exit %d, %q; want %d naming %s and why", cmd, c, code, &stderr, exitSetup, flag)
 			}
 		}
 	}
