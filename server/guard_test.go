@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	client "github.com/airlock-sandbox/airlock/clients/go"
+	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/server"
 )
@@ -175,6 +177,30 @@ func TestLoopbackGuard(t *testing.T) {
 	}
 	if got := e.sessionFiles(t, sess.ID); !slices.Equal(got, []string{"main.sh", "pwned", "secret", "up"}) {
 		t.Fatalf("the session's workspace: %v", got)
+	}
+
+	// The Go client over TCP sends what the listener takes: a session
+	// made, written, run in, read and closed.
+	gc, err := client.New("http://"+addr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	gs, err := gc.NewSession(t.Context(), client.SessionConfig{})
+	if err != nil {
+		t.Fatalf("the Go client's session over TCP: %v", err)
+	}
+	if err := gs.WriteFile(t.Context(), "in", []byte("go")); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := gs.Execute(t.Context(), executor.Request{Language: "sh", Code: "cat in > out"}); err != nil || res.Status != "ok" {
+		t.Fatalf("the Go client's session exec over TCP: %v %+v", err, res)
+	}
+	if b, err := gs.ReadFile(t.Context(), "out"); err != nil || string(b) != "go" {
+		t.Fatalf("the Go client's download over TCP: %q %v", b, err)
+	}
+	if err := gs.Close(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 
 	// The unix socket checks nothing of it: no browser reaches it.
