@@ -135,8 +135,9 @@ func refuse(w http.ResponseWriter, r *http.Request, status int, info *policy.Err
 
 // loopbackHost reports whether host (a Host header, or an origin's host;
 // with or without a port) names this machine's loopback: localhost or a
-// name under .localhost (RFC 6761: browsers and resolvers answer them
-// with loopback, never from DNS, so a page cannot rebind them), an
+// name under .localhost (reserved for loopback by RFC 6761; Chrome and
+// Firefox resolve them so themselves, never through DNS, so a page cannot
+// rebind them), an
 // address in 127.0.0.0/8, or ::1 (an address names no DNS record to
 // rebind).
 func loopbackHost(host string) bool {
