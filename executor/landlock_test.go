@@ -250,7 +250,7 @@ func TestProcessLandlockBind(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "canary"), []byte(secret), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := policy.Policy{Backend: "process", Net: processNet(ex), Mounts: []policy.Mount{{Type: policy.MountROBind, Source: dir, Target: dir}}}
+	p := policy.Policy{Backend: "process", Net: processNet(ex), BestEffort: processDegrade(ex), Mounts: []policy.Mount{{Type: policy.MountROBind, Source: dir, Target: dir}}}
 	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"sh", "-c", `cat "$0"/canary; echo x > "$0"/escaped`, dir}, Policy: p})
 	if err != nil {
 		t.Fatal(err)

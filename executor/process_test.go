@@ -22,7 +22,7 @@ func TestProcessBackend(t *testing.T) {
 	t.Setenv("AIRLOCK_CANARY_SECRET", "s3cr3t")
 	ex, _ := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t)})
 	defer ex.Close()
-	p := policy.Policy{Backend: "process", Net: processNet(ex), Setenv: map[string]string{"GIVEN": "yes"}}
+	p := policy.Policy{Backend: "process", Net: processNet(ex), BestEffort: processDegrade(ex), Setenv: map[string]string{"GIVEN": "yes"}}
 	code := `import os, sys, json
 print(json.load(open(os.environ["AIRLOCK_INPUT"]))["n"], sys.argv[1], input(), os.getcwd() == os.environ["HOME"])
 print(sorted(k for k in os.environ if k not in ("PWD", "LC_CTYPE")))
@@ -43,7 +43,7 @@ print(os.getuid() != 0, st["NoNewPrivs"], st["Seccomp"], st["CapEff"], os.getsid
 	}
 	m := "765432"
 	res, err = ex.Execute(t.Context(), executor.Request{Args: []string{"sh", "-c", "(sleep " + m + " &); exec sleep " + m},
-		Policy: policy.Policy{Backend: "process", Net: processNet(ex), Timeout: policy.Duration(time.Second)}})
+		Policy: policy.Policy{Backend: "process", Net: processNet(ex), BestEffort: processDegrade(ex), Timeout: policy.Duration(time.Second)}})
 	if err != nil || res.Status != nsjail.StatusTimeout {
 		t.Fatalf("timeout: %v %+v", err, res)
 	}
@@ -56,6 +56,16 @@ print(os.getuid() != 0, st["NoNewPrivs"], st["Seccomp"], st["CapEff"], os.getsid
 // the kernel: the default (none), or the host's where the kernel has no
 // Landlock TCP rules, without which net none is refused (the cgroup v2
 // guest's 6.1).
+// processDegrade is what a process backend test that is not about
+// Landlock accepts degrading on a kernel without its scopes (ABI 6; the
+// cgroup v2 guest's 6.1 has ABI 2): the signal isolation then listed.
+func processDegrade(ex *executor.Executor) policy.Degrade {
+	if ex.Host().LandlockABI() < policy.LandlockScope {
+		return policy.DegradeLandlock
+	}
+	return 0
+}
+
 func processNet(ex *executor.Executor) policy.Net {
 	if ex.Host().LandlockABI() < policy.LandlockNet {
 		return policy.NetHost

@@ -48,6 +48,9 @@
 //
 // It authenticates nothing itself: RequireToken wraps a handler with a
 // bearer-token check (airlock serve uses it on TCP; on a unix socket the
-// socket's mode is the access control). It does not rate-limit per
-// client, and sessions are not shared between server processes.
+// socket's mode is the access control). Handler refuses, through
+// LoopbackGuard, what a web page could make a browser send to a loopback
+// listener without the token: a foreign Host (DNS rebinding), a foreign
+// Origin, a POST that is not JSON. It does not rate-limit per client, and
+// sessions are not shared between server processes.
 package server

@@ -20,7 +20,9 @@ import (
 // no compile stage (every language here is interpreted; compile_* limits
 // are checked for type and ignored); "output" is stdout then stderr, not
 // their interleaving; a request body is read as JSON whatever its
-// Content-Type says (the npm piston-client sends text/plain).
+// Content-Type says (the npm piston-client sends text/plain), once
+// LoopbackGuard let it through (over loopback without the token it takes
+// only application/json).
 
 // pistonRuntime is one element of GET /api/v2/runtimes.
 type pistonRuntime struct {

@@ -153,12 +153,13 @@ func (s *Server) routes() {
 	s.mux = m
 }
 
-// Handler returns the HTTP handler of every route.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler returns the HTTP handler of every route, behind LoopbackGuard.
+func (s *Server) Handler() http.Handler { return LoopbackGuard(s.mux) }
 
 // Metrics returns the handler of GET /metrics alone (Prometheus), for a
-// front end that serves other routes (airlock mcp over HTTP).
-func (s *Server) Metrics() http.Handler { return s.m.handler() }
+// front end that serves other routes (airlock mcp over HTTP); behind
+// LoopbackGuard, as Handler.
+func (s *Server) Metrics() http.Handler { return LoopbackGuard(s.m.handler()) }
 
 // Drain stops the server taking new runs (they, and the requests still
 // queued, get 503 with Retry-After) and waits for the running ones; when ctx ends first, it kills them and
@@ -314,30 +315,34 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // RequireToken wraps h: every request but GET /healthz must carry
-// "Authorization: Bearer TOKEN"; others get 401 and run nothing.
+// "Authorization: Bearer TOKEN" (the scheme in any case, RFC 7235);
+// others get 401 and run nothing. A request with the token skips
+// LoopbackGuard: a browser never sends a bearer token of its own accord.
 func RequireToken(token string, h http.Handler) (http.Handler, error) {
 	if strings.TrimSpace(token) == "" {
 		return nil, policy.Invalid("token", "empty")
 	}
-	want := []byte("Bearer " + token)
+	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get("Authorization")
+		scheme, cred, _ := strings.Cut(got, " ")
+		cred = strings.TrimLeft(cred, " ")
+		if strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(cred), want) == 1 {
+			h.ServeHTTP(w, trusted(r))
+			return
+		}
 		if r.URL.Path == "/healthz" && r.Method == http.MethodGet {
 			h.ServeHTTP(w, r)
 			return
 		}
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
-			msg := "missing bearer token"
-			if len(got) > 0 {
-				msg = "wrong bearer token"
-			}
-			info := policy.Describe(policy.Invalid("authorization", "%s", msg))
-			info.Fix = "send Authorization: Bearer <the token of airlock serve --token-file>"
-			writeJSON(w, http.StatusUnauthorized, errorBody{Error: info})
-			return
+		w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
+		msg := "missing bearer token"
+		if got != "" {
+			msg = "wrong bearer token"
 		}
-		h.ServeHTTP(w, r)
+		info := policy.Describe(policy.Invalid("authorization", "%s", msg))
+		info.Fix = "send Authorization: Bearer <the token of airlock serve --token-file>"
+		writeJSON(w, http.StatusUnauthorized, errorBody{Error: info})
 	}), nil
 }
 

@@ -366,7 +366,11 @@ func TestToken(t *testing.T) {
 	for _, c := range []struct {
 		auth   string
 		status int
-	}{{"", 401}, {"Bearer wrong", 401}, {"Basic MDEyMzQ1Njc4OWFiY2RlZi10b2tlbg==", 401}, {"Bearer 0123456789abcdef-token", 200}} {
+	}{{"", 401}, {"Bearer wrong", 401}, {"bearer wrong", 401}, {"Basic MDEyMzQ1Njc4OWFiY2RlZi10b2tlbg==", 401},
+		{"Bearer0123456789abcdef-token", 401}, {"Bearer 0123456789abcdef-token ", 200}, {"Bearer 0123456789abcdef-tokenx", 401},
+		// The scheme is case-insensitive (RFC 7235, 2.1), the token is not.
+		{"Bearer 0123456789abcdef-token", 200}, {"bearer 0123456789abcdef-token", 200}, {"BEARER 0123456789abcdef-token", 200},
+		{"Bearer 0123456789ABCDEF-token", 401}} {
 		req, _ := http.NewRequest("POST", url+"/v1/run", strings.NewReader(`{"argv":["true"]}`))
 		if c.auth != "" {
 			req.Header.Set("Authorization", c.auth)
@@ -386,8 +390,8 @@ func TestToken(t *testing.T) {
 			}
 		}
 	}
-	if m := e.metric(t, `airlock_runs_total{kind="run",status="ok"}`); m != `airlock_runs_total{kind="run",status="ok"} 1` {
-		t.Fatalf("runs: %q, want exactly the authorized one", m)
+	if m := e.metric(t, `airlock_runs_total{kind="run",status="ok"}`); m != `airlock_runs_total{kind="run",status="ok"} 4` {
+		t.Fatalf("runs: %q, want exactly the 4 authorized ones", m)
 	}
 	if _, err := server.RequireToken(" ", e.srv.Handler()); !errors.Is(err, policy.ErrInvalid) {
 		t.Fatalf("empty token: %v", err)

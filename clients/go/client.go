@@ -348,6 +348,11 @@ func (c *Client) do(ctx context.Context, method, path string, in []byte, out any
 	if err != nil {
 		return err
 	}
+	if method == http.MethodPost {
+		// A POST's body is JSON, and says so: a server on TCP loopback
+		// without a token refuses any other (docs/serve.md).
+		hr.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := c.hc.Do(hr)
 	if err != nil {
 		return err

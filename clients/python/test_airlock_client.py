@@ -1,5 +1,6 @@
-"""Tests of airlock_client against a running airlock serve: AIRLOCK_SOCKET
-names its unix socket (clients/run-tests starts one)."""
+"""Tests of airlock_client against a running airlock serve: AIRLOCK_ADDR is
+its address (unix:PATH or http://127.0.0.1:PORT), or AIRLOCK_SOCKET names its
+unix socket (clients/run-tests starts one, and runs these over both)."""
 
 import base64
 import os
@@ -13,10 +14,12 @@ from airlock_client import AirlockError, Client  # noqa: E402
 class ClientTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        sock = os.environ.get("AIRLOCK_SOCKET")
-        if not sock:
-            raise unittest.SkipTest("AIRLOCK_SOCKET is not set (clients/run-tests sets it)")
-        cls.c = Client("unix:" + sock)
+        addr = os.environ.get("AIRLOCK_ADDR")
+        if not addr and os.environ.get("AIRLOCK_SOCKET"):
+            addr = "unix:" + os.environ["AIRLOCK_SOCKET"]
+        if not addr:
+            raise unittest.SkipTest("neither AIRLOCK_ADDR nor AIRLOCK_SOCKET is set (clients/run-tests sets them)")
+        cls.c = Client(addr)
 
     def test_exec_files_in_and_out(self):
         r = self.c.exec("python", "import json,os,sys\nprint(open('in.txt').read(), sys.argv[1], json.load(open(os.environ['AIRLOCK_INPUT']))['n'])\nopen('out.bin','wb').write(b'\\x00\\x01')",

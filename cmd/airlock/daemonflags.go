@@ -35,6 +35,9 @@ func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *runFlags, *serveFlags) {
 // server: the run flags and the server's own.
 func serverFlagSet(name, usage, listenDefault string, stderr io.Writer) (*flag.FlagSet, *runFlags, *serveFlags) {
 	fs, f := runFlagSet(name, usage, stderr)
+	for _, n := range idleRunFlags {
+		fs.Lookup(n.name).Usage = "refused by airlock " + name + ": " + n.why
+	}
 	var sf serveFlags
 	fs.Var(&sf.listen, "listen", "`unix:PATH` or `tcp:HOST:PORT` "+listenDefault)
 	fs.StringVar(&sf.tokenFile, "token-file", "", "`file` holding the bearer token TCP requests must send (required off loopback)")
@@ -48,6 +51,16 @@ func serverFlagSet(name, usage, listenDefault string, stderr io.Writer) (*flag.F
 	fs.DurationVar(&sf.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running requests may finish before they are killed")
 	fs.StringVar(&sf.workDir, "work-dir", "", "`dir` for workspaces, locked by this server; leftovers of a killed server are removed at start (default $TMPDIR/airlock-"+name+"-UID)")
 	return fs, f, &sf
+}
+
+// idleRunFlags are the run flags serve and mcp parse (they share run's
+// flag set) but could only ignore: given, they are refused, naming why
+// (startServed), and the help says so.
+var idleRunFlags = []struct{ name, why string }{
+	{"json", "every answer is JSON already (a run's is the result airlock run --json prints)"},
+	{"tty", "a served program has no terminal to relay to (a request brings its stdin and gets its output back); airlock run --tty is for interactive programs"},
+	{"verbose", "the connections --net allow refused are in each result's network field, for its client (airlock run --verbose prints them)"},
+	{"kill-grace", "no signal is passed on to a served run: it ends by its request (its timeout, its client leaving, the drain deadline) and is killed then"},
 }
 
 const mcpUsage = `usage: airlock mcp [--listen unix:PATH|tcp:HOST:PORT]... [--token-file F] [mcp flags] [serve flags] [run flags]

@@ -90,6 +90,11 @@ func startServed(name string, f *runFlags, sf *serveFlags, stderr io.Writer) (*d
 		sv.close()
 		return nil, failStart(err, stderr)
 	}
+	for _, n := range idleRunFlags {
+		if f.given(n.name) {
+			return fail(policy.Invalid("--"+n.name, "airlock %s does nothing with it: %s; leave it out", name, n.why))
+		}
+	}
 	p, err := f.policy()
 	if err != nil {
 		return fail(err)
@@ -176,10 +181,12 @@ func (sv *daemon) close() {
 }
 
 // serveHTTP serves handler() on every listener (behind the bearer token
-// on TCP when there is one) until ctx ends or one fails; then, stop
-// called (a second signal kills at once), it drains: the HTTP servers
-// shut down and the server's runs finish or are killed at the drain
-// deadline.
+// on TCP when there is one; without one, the server's LoopbackGuard
+// checks each TCP request) until ctx ends or one fails; then, stop
+// called (a second signal kills at once), it drains: the server's runs
+// finish or are killed at the drain deadline while the listeners still
+// answer (a new run, and /healthz, get 503), then the HTTP servers shut
+// down.
 func (sv *daemon) serveHTTP(ctx context.Context, stop func(), handler func() http.Handler) error {
 	var https []*http.Server
 	errc := make(chan error, len(sv.lns))
@@ -204,10 +211,12 @@ func (sv *daemon) serveHTTP(ctx context.Context, stop func(), handler func() htt
 	}
 	stop()
 	sv.drain(func() {
+		// The runs are over (finished or killed): what is left is their
+		// answers being written, and idle or streaming connections.
 		var wg sync.WaitGroup
 		for _, hs := range https {
 			wg.Go(func() {
-				sctx, c := context.WithTimeout(context.Background(), sv.sf.drain+10*time.Second)
+				sctx, c := context.WithTimeout(context.Background(), 10*time.Second)
 				defer c()
 				hs.Shutdown(sctx)
 			})
@@ -217,18 +226,18 @@ func (sv *daemon) serveHTTP(ctx context.Context, stop func(), handler func() htt
 	return nil
 }
 
-// drain drains the server (runs finish, or are killed at --drain-timeout)
-// while also (concurrently) running shutdown, then closes the executor.
+// drain drains the server (runs finish, or are killed at --drain-timeout;
+// the listeners stay open meanwhile, so that /healthz says 503 and a new
+// run is refused with a retryable 503 rather than a refused connection),
+// then runs shutdown and closes the executor.
 func (sv *daemon) drain(shutdown func()) {
 	sv.log.Info("draining", "timeout", sv.sf.drain)
 	dctx, cancel := context.WithTimeout(context.Background(), sv.sf.drain)
 	defer cancel()
-	done := make(chan struct{})
-	go func() { shutdown(); close(done) }()
 	if err := sv.srv.Drain(dctx); err != nil {
 		sv.log.Warn("drain deadline passed: running requests were killed")
 	}
-	<-done
+	shutdown()
 	sv.close()
 	sv.log.Info("stopped")
 }

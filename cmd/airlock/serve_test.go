@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,8 +30,43 @@ type served struct {
 	cmd    *exec.Cmd
 	sock   string
 	work   string
-	stderr *bytes.Buffer
+	stderr *lockedBuffer
 	done   chan error
+}
+
+// lockedBuffer is a process's stderr, read while it writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// tcpAddr is the address of s's TCP listener, from its log.
+func (s *served) tcpAddr(t *testing.T) string {
+	t.Helper()
+	m := regexp.MustCompile(`msg=listening address=tcp:(127\.0\.0\.1:[0-9]+)`).FindStringSubmatch(s.stderr.String())
+	if m == nil {
+		t.Fatalf("no TCP listener in the log:\n%s", s.stderr)
+	}
+	return m[1]
+}
+
+// unixClient is an HTTP client of s's unix socket.
+func (s *served) unixClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", s.sock)
+	}}}
 }
 
 // serve starts `airlock serve` on DIR/s.sock with DIR/work and waits
@@ -43,7 +80,7 @@ func serve(t *testing.T, dir string, args ...string) *served {
 func serveUnder(t *testing.T, dir string, launcher []string, args ...string) *served {
 	t.Helper()
 	testutil.RequireUserNS(t)
-	s := &served{sock: filepath.Join(dir, "s.sock"), work: filepath.Join(dir, "work"), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	s := &served{sock: filepath.Join(dir, "s.sock"), work: filepath.Join(dir, "work"), stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	argv := append(append(slices.Clip(launcher), os.Args[0], "serve", "--listen", "unix:"+s.sock, "--work-dir", s.work, "--max-concurrent", "2"), args...)
 	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Env = []string{"AIRLOCK_TEST_AS_CLI=1", "PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "TMPDIR=" + dir}
@@ -365,6 +402,237 @@ func TestServedProgramSignalDefaults(t *testing.T) {
 	}
 }
 
+// The run flags serve and mcp could only ignore are refused, naming why:
+// exit 125, nothing served (the CLI as a process, so that a server that
+// starts instead is killed and reported, not waited for).
+func TestServeRefusesIdleFlags(t *testing.T) {
+	testutil.RequireUserNS(t)
+	dir := serveDir(t)
+	sock := filepath.Join(dir, "s.sock")
+	for _, cmd := range []string{"serve", "mcp"} {
+		for _, c := range [][]string{{"--tty"}, {"--json"}, {"--json=false"}, {"--verbose"}, {"--kill-grace", "5s"}} {
+			args := append([]string{cmd, "--listen", "unix:" + sock, "--work-dir", filepath.Join(dir, "w"), "--pool", "0"}, c...)
+			p := exec.Command(os.Args[0], args...)
+			p.Env = []string{"AIRLOCK_TEST_AS_CLI=1", "PATH=/usr/bin:/bin", "HOME=" + dir, "XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "TMPDIR=" + dir}
+			var stderr lockedBuffer
+			p.Stderr = &stderr
+			if err := p.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() { p.Wait(); close(done) }()
+			exited := testutil.WaitFor(time.Minute, func() bool {
+				select {
+				case <-done:
+					return true
+				default:
+					return testutil.Exists(sock)
+				}
+			})
+			if !exited || testutil.Exists(sock) {
+				p.Process.Kill()
+				<-done
+				os.Remove(sock)
+				t.Errorf("%s %v: served instead of refusing the flag\n%s", cmd, c, &stderr)
+				continue
+			}
+			<-done
+			flag, _, _ := strings.Cut(c[0], "=")
+			if code := p.ProcessState.ExitCode(); code != exitSetup || !strings.Contains(stderr.String(), flag) || !strings.Contains(stderr.String(), "does nothing with it") {
+				t.Errorf("%s %v: exit %d, %q; want %d naming %s and why", cmd, c, code, &stderr, exitSetup, flag)
+			}
+		}
+	}
+}
+
+// airlock serve on TCP loopback without a token, end to end: a foreign
+// Host, a foreign Origin, a text/plain body are refused and run nothing
+// (the runs counter, read over the unix socket, stays empty); the same
+// requests as a local program sends them run. With a token, the foreign
+// Host carrying it is served (the scheme in any case), and without it or
+// with a wrong one is refused.
+func TestServeTCPLoopbackGuard(t *testing.T) {
+	dir := serveDir(t)
+	s := serve(t, dir, "--listen", "tcp:127.0.0.1:0", "--pool", "0")
+	addr := s.tcpAddr(t)
+	uc := s.unixClient()
+	defer uc.CloseIdleConnections()
+	runs := func(hc *http.Client, base string, hdr ...string) string {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+"/metrics", nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var out []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "airlock_runs_total") {
+				out = append(out, l)
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	do := func(method, path, body string, hdr ...string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		for i := 0; i+1 < len(hdr); i += 2 {
+			if hdr[i] == "Host" {
+				req.Host = hdr[i+1]
+			} else {
+				req.Header.Set(hdr[i], hdr[i+1])
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const exec = `{"language":"sh","code":"echo ran"}`
+	const piston = `{"language":"bash","version":"*","files":[{"content":"echo ran"}]}`
+	for _, c := range []struct {
+		method, path, body string
+		hdr                []string
+		status             int
+		field              string
+	}{
+		{"POST", "/v1/exec", exec, []string{"Host", "attacker.example", "Content-Type", "application/json"}, 403, "host"},
+		{"POST", "/v1/exec", exec, []string{"Origin", "http://attacker.example", "Content-Type", "application/json"}, 403, "origin"},
+		{"POST", "/v1/exec", exec, []string{"Content-Type", "text/plain"}, 415, "content-type"},
+		{"POST", "/api/v2/execute", piston, []string{"Content-Type", "text/plain;charset=UTF-8"}, 415, "content-type"},
+		{"GET", "/v1/sessions", "", []string{"Host", "attacker.example"}, 403, "host"},
+	} {
+		code, b := do(c.method, c.path, c.body, c.hdr...)
+		if code != c.status || !strings.Contains(b, `"field":"`+c.field+`"`) || !strings.Contains(b, "--token-file") {
+			t.Errorf("%s %s %v: %d %s, want %d naming %s and the token", c.method, c.path, c.hdr, code, b, c.status, c.field)
+		}
+	}
+	if m := runs(uc, "http://airlock"); m != "" {
+		t.Fatalf("a refused request ran: %s", m)
+	}
+	if code, b := do("POST", "/v1/exec", exec, "Content-Type", "application/json"); code != 200 || !strings.Contains(b, `"stdout":"ran\n"`) {
+		t.Fatalf("exec from a local program: %d %s", code, b)
+	}
+	if code, b := do("POST", "/api/v2/execute", piston, "Host", "localhost", "Content-Type", "application/json"); code != 200 || !strings.Contains(b, `"stdout":"ran\n"`) {
+		t.Fatalf("Piston from a local program: %d %s", code, b)
+	}
+	if m := runs(uc, "http://airlock"); !strings.Contains(m, `kind="exec",status="ok"} 1`) || !strings.Contains(m, `kind="piston",status="ok"} 1`) {
+		t.Fatalf("runs: %s, want one exec and one piston", m)
+	}
+
+	tok := filepath.Join(dir, "token")
+	if err := os.WriteFile(tok, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir2 := serveDir(t)
+	s2 := serve(t, dir2, "--listen", "tcp:127.0.0.1:0", "--pool", "0", "--token-file", tok)
+	addr = s2.tcpAddr(t)
+	foreign := []string{"Host", "attacker.example", "Origin", "http://attacker.example", "Content-Type", "text/plain"}
+	for _, c := range []struct {
+		auth   string
+		status int
+	}{{"", 401}, {"Bearer 0123456789abcdef0124", 401}, {"bearer 0123456789abcdef0123", 200}, {"BEARER 0123456789abcdef0123", 200}} {
+		code, b := do("POST", "/v1/exec", exec, append(slices.Clone(foreign), "Authorization", c.auth)...)
+		if code != c.status {
+			t.Errorf("with a token, foreign headers, Authorization %q: %d %s, want %d", c.auth, code, b, c.status)
+		}
+	}
+	if m := runs(s2.unixClient(), "http://airlock"); m != `airlock_runs_total{kind="exec",status="ok"} 2` {
+		t.Fatalf("runs: %q, want the 2 with the token", m)
+	}
+}
+
+// While it drains, airlock serve still answers: /healthz says 503 (as
+// the docs promise, for a load balancer to stop sending), a new run gets
+// a retryable 503, on the unix socket and on TCP; then the run in flight
+// ends (here its client leaves) and the server exits 0.
+func TestServeHealthzWhileDraining(t *testing.T) {
+	dir := serveDir(t)
+	s := serve(t, dir, "--listen", "tcp:127.0.0.1:0", "--pool", "0", "--drain-timeout", "5m")
+	addr := s.tcpAddr(t)
+	uc := s.unixClient()
+	defer uc.CloseIdleConnections()
+	const marker = "4444.75"
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://airlock/v1/run", strings.NewReader(`{"argv":["sh","-c","echo up; exec sleep `+marker+`"]}`))
+	req.Header.Set("Accept", "application/x-ndjson")
+	resp, err := uc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "up") {
+		t.Fatalf("%q %v", line, err)
+	}
+	health := func(hc *http.Client, url string) (int, error) {
+		// A new connection each time: a refused one is what is tested.
+		hc.CloseIdleConnections()
+		r, err := hc.Get(url + "/healthz")
+		if err != nil {
+			return 0, err
+		}
+		r.Body.Close()
+		return r.StatusCode, nil
+	}
+	tc := &http.Client{}
+	for _, u := range []struct {
+		hc  *http.Client
+		url string
+	}{{uc, "http://airlock"}, {tc, "http://" + addr}} {
+		if code, err := health(u.hc, u.url); code != 200 {
+			t.Fatalf("%s/healthz before the drain: %d %v", u.url, code, err)
+		}
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	var herr error
+	if !testutil.WaitFor(30*time.Second, func() bool {
+		code, err := health(uc, "http://airlock")
+		herr = err
+		return err != nil || code == 503
+	}) || herr != nil {
+		t.Fatalf("/healthz while draining: %v\n%s", herr, s.stderr)
+	}
+	if code, err := health(tc, "http://"+addr); code != 503 || err != nil {
+		t.Fatalf("/healthz on TCP while draining: %d %v", code, err)
+	}
+	r, err := uc.Post("http://airlock/v1/run", "application/json", strings.NewReader(`{"argv":["true"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != 503 || !strings.Contains(string(b), `"retryable":true`) {
+		t.Fatalf("a new run while draining: %d %s", r.StatusCode, b)
+	}
+	if len(testutil.HostProcsWith("sleep", marker)) != 1 {
+		t.Fatal("the run in flight is gone before its client left")
+	}
+	cancel()
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, s.stderr)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no exit once the last run ended\n%s", s.stderr)
+	}
+	s.done <- nil
+	if left := testutil.HostProcsWith("sleep", marker); len(left) > 0 {
+		t.Errorf("sandboxes left: %v", left)
+	}
+	if testutil.Exists(s.sock) {
+		t.Error("socket left")
+	}
+}
+
 // Issue 42, point 7: under `airlock serve --backend process` a served
 // program runs as a host uid, rootless the very uid that owns serve's
 // unix socket, so that only its filter keeps it from serve's API (and
@@ -379,8 +647,9 @@ func TestServeProcessBackendSocket(t *testing.T) {
 	args := []string{"--backend", "process", "--pool", "0"}
 	if !hostprobe.Probe(hostprobe.Options{NoCgroup: true}).Has(policy.CheckLandlockNet) {
 		// The default net none needs Landlock's TCP rules (the cgroup v2
-		// guest's 6.1 has none); the filter's socket gate is on anyway.
-		args = append(args, "--best-effort")
+		// guest's 6.1 has none, nor scopes); the filter's socket gate is
+		// on anyway.
+		args = append(args, "--best-effort=network,landlock")
 	}
 	s := serve(t, dir, args...)
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

@@ -113,10 +113,14 @@ A program's failure (non-zero exit, timeout) is a normal result; a refused call 
 func (m *MCP) Server() *sdk.Server { return m.sdk }
 
 // Handler serves MCP over streamable HTTP (stateful: an MCP session per
-// client, closed on DELETE or after Config.SessionIdle).
+// client, closed on DELETE or after Config.SessionIdle), behind
+// server.LoopbackGuard: the checks airlock serve makes of a request over
+// loopback without a token (a foreign Host, a foreign Origin, a POST
+// that is not JSON) stand in for the SDK's own Host check, so that both
+// servers answer alike and a request with the token is let through alike.
 func (m *MCP) Handler() http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return m.sdk },
-		&sdk.StreamableHTTPOptions{SessionTimeout: m.cfg.SessionIdle})
+	return server.LoopbackGuard(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return m.sdk },
+		&sdk.StreamableHTTPOptions{SessionTimeout: m.cfg.SessionIdle, DisableLocalhostProtection: true}))
 }
 
 // Close ends every connection's state: its runs are cancelled and its
