@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/internal/jailinit"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/seccomp"
 	"golang.org/x/sys/unix"
@@ -361,6 +362,20 @@ func (s *Sandbox) kill(reason Status) error {
 		// or serves another run. (An overflow found in the output it left
 		// is still its cause, above, as for a cold run.)
 		return nil
+	}
+	if s.spec.Process && s.reaper {
+		// The process backend's reaper kills every process of the run
+		// on its end signal, then reports and exits; a SIGKILL would leave
+		// them to the host's init. Sent to the Go init still in setup, it
+		// waits, blocked, for the reaper (jailinit.ReaperEnd).
+		err := s.cmd.Process.Signal(jailinit.ReaperEnd)
+		if errors.Is(err, os.ErrProcessDone) {
+			return nil
+		}
+		if s.reason == "" {
+			s.reason = reason
+		}
+		return err
 	}
 	if s.spec.Process && !s.groupDone {
 		// The process backend's tree is its process group (the leader's

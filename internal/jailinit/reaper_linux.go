@@ -41,6 +41,14 @@ import (
 // lookup in the child, under the filter; nsjail.ReaperSyscalls lists
 // what it calls, which a pool's filter must allow for that.
 
+// ReaperEnd is the process backend's reaper's end signal (spawn.c's
+// SIGEND): its parent-death signal, and the supervisor's kill. It is
+// blocked from the init's birth (the supervisor's forking thread blocks
+// it) to the reaper's sigtimedwait, so one sent to the Go init is not
+// lost (the runtime would ignore it) but waits for the reaper, which then
+// kills every process of the run. Never forwarded, never the program's.
+const ReaperEnd = unix.Signal(34)
+
 // forwardedSigs are what the reaper passes on to the program's process
 // group: what a caller (the supervisor, with kill(2) on the init's host
 // pid) or a terminal sends. spawn.c names the same. The init blocks them
@@ -91,8 +99,11 @@ func blockForwarded() (string, error) {
 
 // execReaper execs the reaper from reaperFD with the status socket; the
 // reaper starts the program argv0 (and reports "started", or why not).
-// It returns only on failure.
-func execReaper(argv0 string, prog *programConfig, reaperFD int) error {
+// process is the process backend's reaper (spawn.c's "p" mode), with the
+// Landlock ruleset llFD (or -1) its child applies before the program's
+// exec, and its supervisor's pid, the parent it must still have once its
+// own parent-death signal is set. It returns only on failure.
+func execReaper(argv0 string, prog *programConfig, reaperFD int, process bool, llFD int) error {
 	mask, err := blockForwarded()
 	if err != nil {
 		return stage("exec reaper", err)
@@ -105,6 +116,15 @@ func execReaper(argv0 string, prog *programConfig, reaperFD int) error {
 	if prog.TTY {
 		tty = "1"
 	}
-	argv := append([]string{"airlock-reaper", mask, strconv.Itoa(statusFD), tty, argv0}, prog.Args...)
+	argv := []string{"airlock-reaper", mask, strconv.Itoa(statusFD)}
+	if process {
+		if llFD >= 0 {
+			if _, err := unix.FcntlInt(uintptr(llFD), unix.F_SETFD, 0); err != nil {
+				return stage("exec reaper", err)
+			}
+		}
+		argv = append(argv, "p", strconv.Itoa(llFD), strconv.Itoa(unix.Getppid()))
+	}
+	argv = append(append(argv, tty, argv0), prog.Args...)
 	return stage("exec reaper", unix.Exec("/proc/self/fd/"+strconv.Itoa(reaperFD), argv, prog.Env))
 }
