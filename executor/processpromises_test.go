@@ -191,14 +191,19 @@ func TestProcessBackendSurvivorAfterSupervisorKill(t *testing.T) {
 	os.Chmod(dir, 0o777)
 	pidFile := filepath.Join(dir, "pid")
 	marker := strconv.Itoa(900000 + os.Getpid()%99999)
-	script := `kill -STOP $PPID; kill -KILL $PPID
-sh -c 'setsid sh -c "sleep ` + marker + ` & echo \$! > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `" &'
+	// The daemon's pid reaches the test only after the program tried to
+	// stop its reaper (and before it tries to kill it, which would end
+	// the program with it: its parent-death signal).
+	script := `sh -c 'setsid sh -c "sleep ` + marker + ` & echo \$! > ` + pidFile + `.tmp" &'
+while [ ! -s ` + pidFile + `.tmp ]; do sleep 0.05; done
+kill -STOP $PPID; mv ` + pidFile + `.tmp ` + pidFile + `; kill -KILL $PPID
 exec sleep 1000`
 	cmd := exec.Command(cli, "run", "--backend", "process", "--bind", dir, "--timeout", "2m", "--", "sh", "-c", script)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second // a survivor would hold the pipe open
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
