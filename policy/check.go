@@ -231,7 +231,7 @@ func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope boo
 	}
 	if scope = abi >= LandlockScope && h.Has(CheckLandlockScope); !scope && abi >= LandlockFS {
 		out = append(out, Unmet{Control: "signal isolation", Field: "backend", Check: CheckLandlockScope, Default: true,
-			Reason: "the program can signal the host's processes of its uid and reach its abstract unix sockets: " + landlockMissing(h.Get(CheckLandlockScope), LandlockScope, "scopes"), Fix: fix})
+			Reason: "the program can signal the host's processes of its uid (its reaper too, which it can then stop or kill, so that its daemons outlive the run) and reach its abstract unix sockets: " + landlockMissing(h.Get(CheckLandlockScope), LandlockScope, "scopes"), Fix: fix})
 	}
 	if len(p.Mounts) > 0 && !landlockBinds(p.Mounts, abi) {
 		reason := "the process backend cannot mount: it runs on the host's filesystem"

@@ -242,8 +242,8 @@ func runInit(started int64) error {
 		return err
 	}
 	// 11. Nothing but exec: of the reaper (reaper_linux.go), which stays
-	// the sandbox's pid 1 and runs the program as its child; without one
-	// (or in the process backend, which has no pid 1), of the program.
+	// the sandbox's pid 1 (the process backend's subreaper) and runs the
+	// program as its child; without one, of the program.
 	if cfg.Reaper {
 		return execReaper(argv0, &prog, reaperFD(cfg), cfg.Process, llFD)
 	}

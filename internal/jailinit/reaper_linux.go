@@ -35,6 +35,22 @@ import (
 // fork), execve, wait4, kill, rt_sigtimedwait, prctl, pipe2 and a few
 // more. The default profile and every preset do.
 //
+// The process backend has no pid namespace to end with its pid 1: its
+// reaper (spawn.c's "p" mode) is a child subreaper, so that every orphan
+// of the program is its child, reaped by it, and killed by it when the
+// program ends, when the supervisor kills the run (ReaperEnd, never
+// SIGKILL) and when the supervisor dies (ReaperEnd is its parent-death
+// signal): nothing the program started outlives the run. The program
+// runs as the reaper's uid, so the reaper must be out of its reach: the
+// init builds the Landlock ruleset but does not apply it to itself, and
+// the reaper's child applies it just before the program's exec. The
+// program's domain is then nested below the reaper's (none), and
+// Landlock keeps it from signalling (the signal scope, ABI 6) and from
+// tracing the reaper (ptrace, any ABI); the reaper is not dumpable
+// either. Without scopes (the host's Landlock below ABI 6) the program
+// can stop or kill its reaper, as it can any process of its uid: that is
+// the "signal isolation" policy.Check lists.
+//
 // A warm pool's prepared sandbox may exec its reaper before the request
 // (initConfig.ReaperWaits, execWaitingReaper): the reaper then reads the
 // program from the spec pipe and sets its rlimits, working directory and
