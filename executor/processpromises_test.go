@@ -274,3 +274,22 @@ readlink /proc/self/fd/1 >/dev/null && echo own`
 	}
 	t.Logf("%q", res.Stdout)
 }
+
+// The timeout's kill ends every process of the run too: the reaper's end
+// signal, not a SIGKILL that would leave the daemon to the host's init.
+func TestProcessBackendTimeoutKillsDaemon(t *testing.T) {
+	ex := processExecutor(t)
+	m := strconv.Itoa(800000 + os.Getpid()%99999)
+	res := runProcess(t, ex, `setsid sh -c 'sleep `+m+`' </dev/null >/dev/null 2>&1 & exec sleep `+m, func(p *policy.Policy) {
+		p.Timeout = policy.Duration(time.Second)
+	})
+	if res.Status != nsjail.StatusTimeout || res.Signal != "SIGKILL" {
+		t.Fatalf("status %s signal %q, want a timeout by SIGKILL", res.Status, res.Signal)
+	}
+	if left := testutil.HostProcsWith("sleep", m); len(left) > 0 {
+		for _, p := range left {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		t.Fatalf("the daemon outlived the timeout: %v", left)
+	}
+}

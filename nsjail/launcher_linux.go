@@ -83,6 +83,9 @@ type Sandbox struct {
 	// is done (endGroup) and the leader may be reaped: no group kill may
 	// follow (see kill).
 	groupDone bool
+	// endSent: the process backend's reaper was sent its end signal,
+	// and is killed unless it ends within reaperEndGrace (see kill).
+	endSent bool
 }
 
 // reasonCancelled is the kill reason when the caller's context ended:

@@ -116,6 +116,10 @@ func (s *Sandbox) endGroup() {
 	s.groupDone = true
 }
 
+// reaperEndGrace is how long the process backend's reaper has to end
+// after its end signal before it is killed (kill).
+const reaperEndGrace = 5 * time.Second
+
 // cpuPoll is how often the cgroup's CPU time is checked against CPUTime.
 const cpuPoll = 50 * time.Millisecond
 
@@ -374,6 +378,20 @@ func (s *Sandbox) kill(reason Status) error {
 		}
 		if s.reason == "" {
 			s.reason = reason
+		}
+		if !s.endSent {
+			// A reaper that does not end (one its program stopped, where
+			// Landlock has no signal scope) is killed after a grace: the
+			// run ends, though what it left may then outlive it (listed,
+			// "signal isolation").
+			s.endSent = true
+			time.AfterFunc(reaperEndGrace, func() {
+				select {
+				case <-s.exited:
+				default:
+					s.cmd.Process.Kill()
+				}
+			})
 		}
 		return err
 	}
