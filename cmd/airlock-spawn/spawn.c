@@ -967,12 +967,20 @@ static void endAll(long main, int *ws, int *mainDone) {
 			SYS(__NR_kill, -main, SIGKILL, 0);
 			SYS(__NR_kill, main, SIGKILL, 0);
 		}
-		int st = 0;
-		long r = sys6(__NR_wait4, -1, (long)&st, (found != 0 ? 0 : WNOHANG) | __WALL, 0, 0, 0);
-		if (r == -10 /* ECHILD */)
-			return;
-		if (r == main && !*mainDone && (st & 0x7f) != 0x7f)
-			*ws = st, *mainDone = 1;
+		// One wait that may block (a child was killed: it ends), then
+		// every other child already ended, before the list is read again.
+		int opts = found != 0 ? 0 : WNOHANG;
+		for (;;) {
+			int st = 0;
+			long r = sys6(__NR_wait4, -1, (long)&st, opts | __WALL, 0, 0, 0);
+			if (r == -10 /* ECHILD */)
+				return;
+			if (r <= 0)
+				break;
+			if (r == main && !*mainDone && (st & 0x7f) != 0x7f)
+				*ws = st, *mainDone = 1;
+			opts = WNOHANG;
+		}
 	}
 }
 
