@@ -931,8 +931,9 @@ enum { CHILD_LANDLOCK = 3 };
 static long childrenFd = -1; // /proc/thread-self/children, opened before the program
 
 // killChildren sends SIGKILL to every child listed in childrenFd: the
-// number it found, or -errno. A number cut at the buffer's end is read
-// again by the next round.
+// number it found, or -errno (the list unreadable, or a kill refused
+// other than for a child already gone: a filter rule that denies kill).
+// A number cut at the buffer's end is read again by the next round.
 static long killChildren(void) {
 	char buf[4096];
 	long n = sys6(__NR_pread64, childrenFd, (long)buf, sizeof buf, 0, 0, 0), found = 0, pid = 0;
@@ -943,8 +944,11 @@ static long killChildren(void) {
 			pid = pid * 10 + (buf[i] - '0');
 			continue;
 		}
-		if (pid > 0 && SYS(__NR_kill, pid, SIGKILL, 0) == 0)
+		long r = pid > 0 ? SYS(__NR_kill, pid, SIGKILL, 0) : -3;
+		if (r == 0)
 			found++;
+		else if (r != -3 /* ESRCH */)
+			return r;
 		pid = 0;
 	}
 	return found;
@@ -958,14 +962,14 @@ static long killChildren(void) {
 // it is reaped here. A zombie is still listed until reaped, so a round
 // that found none is waited for without blocking, and the list read
 // again.
-static void endAll(long main, int *ws, int *mainDone) {
+static void endAll(int st, long main, int *ws, int *mainDone) {
 	for (;;) {
 		long found = killChildren();
 		if (found < 0) {
-			// No list to read (this cannot happen once it was opened):
-			// what is left is our children only.
-			SYS(__NR_kill, -main, SIGKILL, 0);
-			SYS(__NR_kill, main, SIGKILL, 0);
+			// What is left cannot be ended: no quiet "ended", a failure
+			// the supervisor reports (and then it kills us).
+			status(st, EV_FAILED, 0, "reaper", found, "airlock-reaper could not kill the run's remaining processes");
+			quit(1);
 		}
 		// One wait that may block (a child was killed: it ends), then
 		// every other child already ended, before the list is read again.
@@ -1172,7 +1176,7 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 					SYS(__NR_kill, child, r, 0);
 			}
 			if (proc)
-				endAll(child, &ws, &ended); // before "ended": nothing outlives the run
+				endAll(st, child, &ws, &ended); // before "ended": nothing outlives the run
 			if (!recycle) {
 				status(st, EV_ENDED, (unsigned)ws, "", 0, ""); // lost only if the supervisor is gone
 				quit((ws & 0x7f) == 0 ? (ws >> 8) & 0xff : 128 + (ws & 0x7f));
