@@ -83,6 +83,9 @@ type Sandbox struct {
 	// is done (endGroup) and the leader may be reaped: no group kill may
 	// follow (see kill).
 	groupDone bool
+	// endSent: the process backend's reaper was sent its end signal,
+	// and is killed unless it ends within reaperEndGrace (see kill).
+	endSent bool
 }
 
 // reasonCancelled is the kill reason when the caller's context ended:
@@ -263,8 +266,10 @@ func (s *Sandbox) launch() (*initChannels, error) {
 	s.placed, s.joins = cgfd >= 0 || len(tasks) > 0, len(tasks)
 	s.lastCap = lastCap()
 	// The reaper goes after the tasks files (internal/jailinit/reaper_linux.go).
+	// The process backend's is a subreaper that kills what is left of
+	// the run (spawn.c).
 	inherit := func(tasks []*os.File) []*os.File { return tasks }
-	if s.spec.SpawnPath != "" && !s.spec.Process && !s.spec.NoReaper {
+	if s.spec.SpawnPath != "" && !s.spec.NoReaper {
 		fd, err := unix.Open(s.spec.SpawnPath, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return nil, &policy.SetupError{Stage: "reaper", Err: fmt.Errorf("open %s: %w", s.spec.SpawnPath, err)}
@@ -336,7 +341,7 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	cfg.JoinCgroup, cfg.Reaper, cfg.LastCap = s.joins, s.reaper, s.lastCap
 	// Only a prepared sandbox's reaper waits: a cold one's program, its
 	// filter included, goes to the init with the spec.
-	s.waits = s.reaper && s.spec.ReaperWaits && ahead
+	s.waits = s.reaper && s.spec.ReaperWaits && ahead && !s.spec.Process
 	cfg.ReaperWaits = s.waits
 	if s.waits && s.spec.Recycle {
 		// What the reaper empties between runs; a plan it cannot reset
@@ -559,7 +564,10 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 		// process group for the kill), never root.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 		if os.Getuid() == 0 {
+			// CAP_SETPCAP kept across the uid change, the one the init
+			// needs to drop its bounding set (and then every other).
 			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
+			cmd.SysProcAttr.AmbientCaps = []uintptr{unix.CAP_SETPCAP}
 		}
 		return cmd
 	}
@@ -599,6 +607,19 @@ func (s *Sandbox) command(specR, statusW *os.File) *exec.Cmd {
 func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File, process bool) {
 	if s.cmd.Process == nil {
 		runtime.LockOSThread()
+		if process && s.reaper {
+			// The init is born with the process backend's reaper's end
+			// signal blocked (the mask is inherited), so that none is lost
+			// before the reaper takes it (jailinit.ReaperEnd). This thread
+			// ends with the init.
+			end := unix.Sigset_t{}
+			end.Val[(jailinit.ReaperEnd-1)/64] |= 1 << ((uint(jailinit.ReaperEnd) - 1) % 64)
+			if err := unix.PthreadSigmask(unix.SIG_BLOCK, &end, nil); err != nil {
+				started <- err
+				close(s.exited)
+				return
+			}
+		}
 		err := s.cmd.Start()
 		s.startOutput(err == nil)
 		if err != nil {
@@ -632,8 +653,8 @@ func (s *Sandbox) supervise(started chan<- error, report, helperEnd *os.File, pr
 	// In the poller, not holding a P (awaitExit): endGroup's waitid and
 	// the reap below then return at once.
 	awaitExit(s.cmd.Process.Pid)
-	if process {
-		s.endGroup() // before the reap below
+	if process && !s.reaper {
+		s.endGroup() // before the reap below; a reaper kills what is left itself
 	}
 	s.waitErr = s.cmd.Wait()
 	s.drainOutput()
@@ -770,7 +791,10 @@ func enforcedFor(spec *Spec) Enforced {
 	if spec.Process {
 		e.Backend, e.Namespaces, e.UIDMap, e.Rootfs, e.Network = "process", []string{}, fmt.Sprintf("none (host uid %d)", uid), "none (host filesystem)", "host"
 		e.GIDMap, e.UID, e.GID = fmt.Sprintf("none (host gid %d)", gid), uid, gid
-		e.Pid1 = ""
+		e.Capabilities = processCapabilities(os.Getuid())
+		if e.Pid1 = ""; spec.SpawnPath != "" && !spec.NoReaper {
+			e.Pid1 = "subreaper"
+		}
 		if spec.Landlock.ABI > 0 {
 			e.Rootfs = "none (host filesystem, landlock rules)"
 		}
@@ -801,6 +825,32 @@ func enforcedFor(spec *Spec) Enforced {
 		}
 	}
 	return e
+}
+
+// processCapabilities is the process backend's enforced.capabilities
+// for a caller of uid: "none" where the init drops every set, the
+// bounding set included (root gives it CAP_SETPCAP for that), or where
+// the bounding set it inherits is empty already; else (rootless) the
+// other sets are empty and the bounding set is the caller's. That is no
+// privilege: it only bounds what an exec or a capset could add to an
+// empty permitted set, and under no_new_privs no exec adds any (a setuid
+// or file-capability binary grants nothing), nor does a capset beyond
+// the permitted set. So it is said, not refused.
+func processCapabilities(uid int) string {
+	if uid == 0 {
+		return "none"
+	}
+	bounding := false
+	for c := 0; c <= lastCap(); c++ {
+		if in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0); err != nil || in != 0 {
+			bounding = true
+			break
+		}
+	}
+	if !bounding {
+		return "none"
+	}
+	return "none held; bounding set not dropped (rootless: that needs CAP_SETPCAP); no_new_privs: no exec can raise any"
 }
 
 // RlimitName returns the name of an RLIMIT_* resource, e.g. "nofile".

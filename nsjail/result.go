@@ -248,7 +248,10 @@ type Enforced struct {
 	Seccomp             string `json:"seccomp"`
 	SeccompRules        int    `json:"seccomp_rules,omitempty"`
 	SeccompInstructions int    `json:"seccomp_instructions,omitempty"`
-	// Capabilities left in any set: "none".
+	// Capabilities left in any set: "none". The process backend run
+	// rootless cannot drop the bounding set (that needs CAP_SETPCAP): it
+	// says so (the other sets are empty, and no_new_privs keeps any exec
+	// from raising one).
 	Capabilities string `json:"capabilities"`
 	// NoNewPrivs is true when no_new_privs was set.
 	NoNewPrivs bool `json:"no_new_privs"`
@@ -258,8 +261,11 @@ type Enforced struct {
 	// Pid1 is what is pid 1 of the sandbox: "reaper" (the program is
 	// its child, and signals and its wait status are as bare), or
 	// "program" (no reaper: the program is pid 1, and the kernel drops
-	// the default-action signals it sends itself). "" with no pid
-	// namespace (the process backend).
+	// the default-action signals it sends itself). The process backend
+	// has no pid namespace: "subreaper" (the reaper is its child
+	// subreaper, kills every process of the run when the program ends or
+	// the supervisor dies, and is outside the program's Landlock domain),
+	// or "" without a reaper (only the program's process group is killed).
 	Pid1 string `json:"pid1,omitempty"`
 	// SandboxRun is the run's place in a recycled sandbox (Spec.Recycle:
 	// a pool's PoolConfig.Reuse, serve's --reuse): 1 for the sandbox's

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/internal/jailinit"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/seccomp"
 	"golang.org/x/sys/unix"
@@ -114,6 +115,10 @@ func (s *Sandbox) endGroup() {
 	unix.Kill(-s.pid, unix.SIGKILL)
 	s.groupDone = true
 }
+
+// reaperEndGrace is how long the process backend's reaper has to end
+// after its end signal before it is killed (kill).
+const reaperEndGrace = 5 * time.Second
 
 // cpuPoll is how often the cgroup's CPU time is checked against CPUTime.
 const cpuPoll = 50 * time.Millisecond
@@ -361,6 +366,34 @@ func (s *Sandbox) kill(reason Status) error {
 		// or serves another run. (An overflow found in the output it left
 		// is still its cause, above, as for a cold run.)
 		return nil
+	}
+	if s.spec.Process && s.reaper {
+		// The process backend's reaper kills every process of the run
+		// on its end signal, then reports and exits; a SIGKILL would leave
+		// them to the host's init. Sent to the Go init still in setup, it
+		// waits, blocked, for the reaper (jailinit.ReaperEnd).
+		err := s.cmd.Process.Signal(jailinit.ReaperEnd)
+		if errors.Is(err, os.ErrProcessDone) {
+			return nil
+		}
+		if s.reason == "" {
+			s.reason = reason
+		}
+		if !s.endSent {
+			// A reaper that does not end (one its program stopped, where
+			// Landlock has no signal scope) is killed after a grace: the
+			// run ends, though what it left may then outlive it (listed,
+			// "signal isolation").
+			s.endSent = true
+			time.AfterFunc(reaperEndGrace, func() {
+				select {
+				case <-s.exited:
+				default:
+					s.cmd.Process.Kill()
+				}
+			})
+		}
+		return err
 	}
 	if s.spec.Process && !s.groupDone {
 		// The process backend's tree is its process group (the leader's

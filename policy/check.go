@@ -268,7 +268,7 @@ func processUnmet(p Policy, fallback bool, h *Host) (out []Unmet, net, scope, so
 			reason += " and reach its abstract unix sockets"
 		}
 		out = append(out, Unmet{Control: "signal isolation", Field: "backend", Check: CheckLandlockScope, Default: true,
-			Reason: reason + ": " + landlockMissing(h.Get(CheckLandlockScope), LandlockScope, "scopes"), Fix: fix})
+			Reason: reason + " (its reaper too, which it can then stop or kill, so that its daemons outlive the run): " + landlockMissing(h.Get(CheckLandlockScope), LandlockScope, "scopes"), Fix: fix})
 	}
 	if len(p.Mounts) > 0 && !landlockBinds(p.Mounts, abi) {
 		reason := "the process backend cannot mount: it runs on the host's filesystem"

@@ -430,7 +430,7 @@ static int equal(const char *a, const char *b) {
 
 // A child's failed step, as it tells the reaper on its error pipe.
 enum { CHILD_EXEC, CHILD_SETRLIMIT, CHILD_CHDIR };
-static const char *const childStage[] = {"exec", "setrlimit", "chdir"};
+static const char *const childStage[] = {"exec", "setrlimit", "chdir", "landlock"};
 
 // The waiting reaper's program (parse). Bounds: the message, and the
 // strings of argv and the environment together; the supervisor sends
@@ -907,24 +907,139 @@ static void ignoreChld(int ignored) {
 		sys6(__NR_rt_sigaction, SIGCHLD, (long)&ign, 0, sizeof ign.mask, 0, 0);
 }
 
+// The process backend's reaper (nsjail Spec.Process): argv {"airlock-reaper",
+// MASK, STATUSFD, "p", LANDLOCKFD, PPID, TTY, PATH, ARG0, ARGS...}. There
+// is no pid namespace to take the program's processes with it, so this
+// reaper does what the namespace would (internal/jailinit/reaper_linux.go
+// says why it is safe from the program):
+//   - it is a child subreaper: every orphan of the program is reparented
+//     to it, reaped by it, and stays where it can be killed;
+//   - its parent-death signal is SIGEND, taken like the forwarded ones
+//     (the init's was SIGKILL, which would leave no time to clean up);
+//     PPID is the supervisor, the parent it must still have once that is
+//     set, or the supervisor died before (and the SIGKILL missed us);
+//   - the supervisor's kill is SIGEND too, never SIGKILL;
+//   - when the program ends, or on SIGEND, it kills every process left
+//     (endAll) before it reports, so nothing outlives the run;
+//   - the child applies the Landlock ruleset LANDLOCKFD (-1: none) just
+//     before its exec, so the program's domain is nested below this
+//     reaper's (none): Landlock's signal scope and ptrace rules keep the
+//     program from signalling, stopping or tracing its reaper.
+#define SIGEND 34
+enum { CHILD_LANDLOCK = 3 };
+
+static long childrenFd = -1; // /proc/thread-self/children, opened before the program
+
+// killChildren sends SIGKILL to every child listed in childrenFd: the
+// number it found, or -errno (the list unreadable, or a kill refused
+// other than for a child already gone: a filter rule that denies kill).
+// A number cut at the buffer's end is read again by the next round.
+static long killChildren(void) {
+	char buf[4096];
+	long n = sys6(__NR_pread64, childrenFd, (long)buf, sizeof buf, 0, 0, 0), found = 0, pid = 0;
+	if (n < 0)
+		return n;
+	for (long i = 0; i < n; i++) {
+		if (buf[i] >= '0' && buf[i] <= '9') {
+			pid = pid * 10 + (buf[i] - '0');
+			continue;
+		}
+		long r = pid > 0 ? SYS(__NR_kill, pid, SIGKILL, 0) : -3;
+		if (r == 0)
+			found++;
+		else if (r != -3 /* ESRCH */)
+			return r;
+		pid = 0;
+	}
+	return found;
+}
+
+// endAll kills and reaps every process below this reaper: as subreaper,
+// each one whose parent dies becomes our child, so kill the children,
+// reap, and again, until there are none (ECHILD). A forking tree
+// converges: a process with SIGKILL pending forks no more, and each round
+// takes the top of what is left. main's wait status is kept in *ws when
+// it is reaped here. A zombie is still listed until reaped, so a round
+// that found none is waited for without blocking, and the list read
+// again.
+static void endAll(int st, long main, int *ws, int *mainDone) {
+	for (;;) {
+		long found = killChildren();
+		if (found < 0) {
+			// What is left cannot be ended: no quiet "ended", a failure
+			// the supervisor reports (and then it kills us).
+			status(st, EV_FAILED, 0, "reaper", found, "airlock-reaper could not kill the run's remaining processes");
+			quit(1);
+		}
+		// One wait that may block (a child was killed: it ends), then
+		// every other child already ended, before the list is read again.
+		int opts = found != 0 ? 0 : WNOHANG;
+		for (;;) {
+			int st = 0;
+			long r = sys6(__NR_wait4, -1, (long)&st, opts | __WALL, 0, 0, 0);
+			if (r == -10 /* ECHILD */)
+				return;
+			if (r <= 0)
+				break;
+			if (r == main && !*mainDone && (st & 0x7f) != 0x7f)
+				*ws = st, *mainDone = 1;
+			opts = WNOHANG;
+		}
+	}
+}
+
 static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp) {
 	// MASK first; the rest as before it was added (argv[1] the status fd).
 	unsigned long mask = 0;
 	if (argc < 2 || !hexnum(argv[1], &mask))
 		quit(126);
 	argc--, argv++;
+	// The process backend's reaper: its three arguments taken, the rest
+	// is as for the jail's (STATUSFD moved into PPID's place).
+	int proc = argc >= 7 && equal(argv[2], "p");
+	long llfd = -1, ppid = 0;
+	if (proc) {
+		llfd = num(argv[3]), ppid = num(argv[4]);
+		if (llfd < -1 || llfd > 65535 || ppid <= 0)
+			quit(126);
+		argv[4] = argv[1];
+		argc -= 3, argv += 3;
+	}
 	int recycle = argc >= 4 && equal(argv[2], "r");
 	int waits = recycle || (argc == 4 && equal(argv[2], "w"));
 	long fd = argc >= 4 ? num(argv[1]) : -1, tty = waits ? 0 : argc >= 5 ? num(argv[2]) : -1;
 	long progfd = waits ? num(argv[3]) : -1;
-	if (fd < 3 || fd > 65535 || tty < 0 || tty > 1 || (waits && (progfd < 3 || progfd > 65535 || progfd == fd)) || (recycle && argc > 4 + MAXWIPE))
+	if (fd < 3 || fd > 65535 || tty < 0 || tty > 1 || (waits && (progfd < 3 || progfd > 65535 || progfd == fd)) || (recycle && argc > 4 + MAXWIPE) ||
+	    (proc && (waits || llfd == fd)))
 		quit(126);
 	int st = (int)fd;
 	// Ours are the signals we forward and SIGCHLD, taken with sigtimedwait;
 	// the program's are MASK (its caller's, where the supervisor set them:
 	// nsjail.Spec.SetSignals).
-	unsigned long set = forwardedSigs | BIT(SIGCHLD);
+	unsigned long set = forwardedSigs | BIT(SIGCHLD) | (proc ? BIT(SIGEND) : 0);
 	sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&set, 0, sizeof set, 0, 0);
+	if (proc) {
+		// SIGEND was blocked from the init's birth (its supervisor's
+		// thread), for us: not the program's.
+		mask &= ~BIT(SIGEND);
+		// Ordering: the parent-death signal is ours before the check
+		// that the supervisor is still our parent; until then its SIGKILL
+		// (the init's) covers a supervisor that dies. The subreaper bit
+		// and the children list before the program exists.
+		long r = SYS(__NR_prctl, PR_SET_PDEATHSIG, SIGEND, 0);
+		if (r == 0 && SYS(__NR_getppid, 0, 0, 0) != ppid)
+			quit(1); // the supervisor is gone: nothing to start
+		if (r == 0)
+			r = SYS(__NR_prctl, PR_SET_CHILD_SUBREAPER, 1, 0);
+		if (r == 0)
+			r = childrenFd = sys6(__NR_openat, -100 /* AT_FDCWD */, (long)"/proc/thread-self/children", O_RDONLY | O_CLOEXEC, 0, 0, 0);
+		if (r >= 0 && llfd >= 0)
+			r = SYS(__NR_fcntl, llfd, F_SETFD, FD_CLOEXEC);
+		if (r < 0) {
+			status((int)fd, EV_FAILED, 0, "reaper", r, "airlock-reaper setup (process backend)");
+			quit(1);
+		}
+	}
 	// SIGCHLD as the init left it is the program's (its caller's, where
 	// the supervisor set the dispositions: nsjail.Spec.SetSignals), but
 	// ours must be the default: ignored, the kernel would reap the program
@@ -1006,6 +1121,14 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 			}
 			if (tty && (r = SYS(__NR_ioctl, 0, TIOCSCTTY, 0)) < 0)
 				childFail(errp[1], CHILD_EXEC, r);
+			// The process backend: the program's Landlock domain, nested
+			// below ours (the fd closes at the exec). The program dies with
+			// us should we die before we could kill it (SIGKILL, or a
+			// supervisor gone between its start and our "started").
+			if (proc && (r = SYS(__NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0)) < 0)
+				childFail(errp[1], CHILD_EXEC, r);
+			if (proc && llfd >= 0 && (r = SYS(__NR_landlock_restrict_self, llfd, 0, 0)) < 0)
+				childFail(errp[1], CHILD_LANDLOCK, r);
 			sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, sizeof mask, 0, 0);
 			ignoreChld(chldIgnored);
 			childFail(errp[1], CHILD_EXEC, SYS(__NR_execve, argv[3], argv + 4, envp));
@@ -1029,7 +1152,7 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 		int ws = 0, started = r == 0;
 		if (!started) {
 			sys6(__NR_wait4, child, 0, __WALL, 0, 0, 0);
-			if (r != sizeof e || e[0] < CHILD_EXEC || e[0] > CHILD_CHDIR)
+			if (r != sizeof e || e[0] < CHILD_EXEC || e[0] > CHILD_CHDIR + proc)
 				e[0] = CHILD_EXEC, e[1] = -5; // EIO
 			// The waiting reaper's reports carry no message: the supervisor
 			// names the errno, as for the init's own reports.
@@ -1047,9 +1170,13 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 				if (ended)
 					break;
 				r = sys6(__NR_rt_sigtimedwait, (long)&set, 0, 0, sizeof set, 0, 0);
+				if (proc && r == SIGEND)
+					break; // the supervisor's kill, or its death
 				if (r > 0 && r != SIGCHLD && SYS(__NR_kill, -child, r, 0) == -3 /* ESRCH */)
 					SYS(__NR_kill, child, r, 0);
 			}
+			if (proc)
+				endAll(st, child, &ws, &ended); // before "ended": nothing outlives the run
 			if (!recycle) {
 				status(st, EV_ENDED, (unsigned)ws, "", 0, ""); // lost only if the supervisor is gone
 				quit((ws & 0x7f) == 0 ? (ws >> 8) & 0xff : 128 + (ws & 0x7f));

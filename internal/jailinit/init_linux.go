@@ -151,7 +151,21 @@ func runInit(started int64) error {
 	// the program, so a warm pool's sandbox has it before its request:
 	// what the init still does after it (read its program from the open
 	// fd 3, setrlimit, chdir, stat, exec) needs no file access it denies.
-	if err := stage("landlock", applyLandlock(cfg.Landlock, reaperFD(cfg))); err != nil {
+	//
+	// The process backend's reaper is no exception but the one: it runs
+	// outside the program's Landlock domain, so that the program (the
+	// same uid) can neither signal nor trace it, and its child applies
+	// this ruleset itself, just before the program's exec, under the
+	// filter (which must allow landlock_restrict_self: the default
+	// profile does; one that denies it fails the run at "landlock").
+	// What the init does until it execs the reaper is its own code only.
+	llFD := -1
+	if cfg.Process && cfg.Reaper {
+		var err error
+		if llFD, err = landlockRuleset(cfg.Landlock, -1); err != nil {
+			return stage("landlock", err)
+		}
+	} else if err := stage("landlock", applyLandlock(cfg.Landlock, reaperFD(cfg))); err != nil {
 		return err
 	}
 	m.take()
@@ -183,10 +197,18 @@ func runInit(started int64) error {
 	// rt_sigaction or rt_sigprocmask. The mask is this thread's, the one
 	// that execs (locked in Init); the reaper passes it on.
 	if cfg.SetSignals {
-		if err := stage("signal dispositions", setSignals(cfg.SignalsIgnored)); err != nil {
+		// The process backend's reaper's end signal stays blocked, and is
+		// never ignored (which would discard it): it is the reaper's, not
+		// the program's (ReaperEnd).
+		ignored, blocked := cfg.SignalsIgnored, cfg.SignalsBlocked
+		if cfg.Process && cfg.Reaper {
+			ignored &^= 1 << (ReaperEnd - 1)
+			blocked |= 1 << (ReaperEnd - 1)
+		}
+		if err := stage("signal dispositions", setSignals(ignored)); err != nil {
 			return err
 		}
-		if err := stage("signal mask", launchabi.SetBlocked(cfg.SignalsBlocked)); err != nil {
+		if err := stage("signal mask", launchabi.SetBlocked(blocked)); err != nil {
 			return err
 		}
 	}
@@ -220,10 +242,10 @@ func runInit(started int64) error {
 		return err
 	}
 	// 11. Nothing but exec: of the reaper (reaper_linux.go), which stays
-	// the sandbox's pid 1 and runs the program as its child; without one
-	// (or in the process backend, which has no pid 1), of the program.
+	// the sandbox's pid 1 (the process backend's subreaper) and runs the
+	// program as its child; without one, of the program.
 	if cfg.Reaper {
-		return execReaper(argv0, &prog, reaperFD(cfg))
+		return execReaper(argv0, &prog, reaperFD(cfg), cfg.Process, llFD)
 	}
 	return stage("exec", unix.Exec(argv0, prog.Args, prog.Env))
 }
@@ -300,11 +322,21 @@ func buildJail(cfg *initConfig) error {
 
 // confine is the init's own confinement, in order: cgroup namespace (in
 // the jail), fds, capabilities (0 to last), no_new_privs. The process
-// backend has no namespaces: it only empties the capability sets it may
-// have.
+// backend has no namespaces: it takes a session keyring of its own, and
+// drops every capability it may have: the bounding set too where it holds
+// CAP_SETPCAP (started by root, which gives it that one: see nsjail's
+// command), else it empties the other sets (processCapabilities).
 func confine(process bool, last int) error {
-	drop := clearCapabilities
-	if !process {
+	drop := func() error { return processCapabilities(last) }
+	if process {
+		// A session keyring of its own, anonymous: the caller's (and the
+		// keys in it) are no longer the program's to possess or read. (The
+		// jail's user namespace hides the caller's keys.) Before the
+		// filter, which denies keyctl.
+		if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 {
+			return stage("session keyring", errno)
+		}
+	} else {
 		// A cgroup namespace rooted at the run's cgroup (final by now: see
 		// runInit), so /proc/self/cgroup shows "/" and no host path.
 		// unshare affects only this thread, which is the one that execs.
@@ -376,6 +408,41 @@ func loadFilter(filter *bpfprog.Filter) (int, error) {
 		return -1, stage("seccomp", fmt.Errorf("no filter in force after loading it (mode %d, %v)", mode, err))
 	}
 	return listener, nil // -1 without Notify
+}
+
+// processCapabilities is the process backend's capability drop. An init
+// that holds CAP_SETPCAP (a root caller gave it that one, as an ambient
+// capability across its uid change) drops all five sets, the bounding set
+// included, as the jail's does; one that does not (rootless) cannot
+// shrink its bounding set: it empties the others (the ambient set with
+// the permitted one) and checks that they are empty. The result's
+// enforced.capabilities says which (nsjail's processCapabilities).
+func processCapabilities(last int) error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	if data[unix.CAP_SETPCAP/32].Effective&(1<<(unix.CAP_SETPCAP%32)) != 0 {
+		return dropCapabilities(last)
+	}
+	if err := clearCapabilities(); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	for _, d := range data {
+		if d.Effective|d.Permitted|d.Inheritable != 0 {
+			return fmt.Errorf("capabilities left after capset: %+v", data)
+		}
+	}
+	for c := 0; c <= last; c++ {
+		if amb, err := unix.PrctlRetInt(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, uintptr(c), 0, 0); err != nil || amb != 0 {
+			return fmt.Errorf("capability %d left in the ambient set (%v)", c, err)
+		}
+	}
+	return nil
 }
 
 // clearCapabilities empties the effective, permitted and inheritable

@@ -71,43 +71,58 @@ func llRights(a LandlockAccess, handled uint64, dir bool) uint64 {
 // CAP_SYS_ADMIN), before the seccomp filter (which may deny Landlock's
 // syscalls).
 func applyLandlock(ll Landlock, execFD int) error {
+	fd, err := landlockRuleset(ll, execFD)
+	if err != nil || fd < 0 {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	return nil
+}
+
+// landlockRuleset builds ll's ruleset, as applyLandlock applies it, and
+// returns its fd (close-on-exec), or -1 when ll.ABI is 0. The process
+// backend's reaper takes it instead (execReaper): its child restricts
+// itself just before the program's exec, so the program's domain is
+// nested below the reaper's.
+func landlockRuleset(ll Landlock, execFD int) (int, error) {
 	if ll.ABI == 0 {
-		return nil
+		return -1, nil
 	}
 	attr := llsys.RulesetAttr{HandledAccessFS: llHandledFS(ll.ABI)}
 	if ll.Net {
 		if ll.ABI < 4 {
-			return fmt.Errorf("BUG(airlock): network rules asked of Landlock ABI %d", ll.ABI)
+			return -1, fmt.Errorf("BUG(airlock): network rules asked of Landlock ABI %d", ll.ABI)
 		}
 		attr.HandledAccessNet = llsys.AccessNetBindTCP | llsys.AccessNetConnectTCP
 	}
 	if ll.Scope {
 		if ll.ABI < 6 {
-			return fmt.Errorf("BUG(airlock): scopes asked of Landlock ABI %d", ll.ABI)
+			return -1, fmt.Errorf("BUG(airlock): scopes asked of Landlock ABI %d", ll.ABI)
 		}
 		attr.Scoped = llsys.ScopeAbstractUnixSocket | llsys.ScopeSignal
 	}
 	fd, err := llsys.LandlockCreateRuleset(&attr, 0)
 	if err != nil {
-		return fmt.Errorf("landlock_create_ruleset (ABI %d): %w", ll.ABI, err)
+		return -1, fmt.Errorf("landlock_create_ruleset (ABI %d): %w", ll.ABI, err)
 	}
-	defer unix.Close(fd)
 	for _, p := range ll.Paths {
 		if err := llAddPath(fd, p, attr.HandledAccessFS); err != nil {
-			return err
+			unix.Close(fd)
+			return -1, err
 		}
 	}
 	if execFD >= 0 {
 		// exec opens the file for reading too: both rights are needed.
 		attr := llsys.PathBeneathAttr{AllowedAccess: llsys.AccessFSExecute | llsys.AccessFSReadFile, ParentFd: execFD}
 		if err := llsys.LandlockAddPathBeneathRule(fd, &attr, 0); err != nil {
-			return fmt.Errorf("landlock_add_rule (the reaper): %w", err)
+			unix.Close(fd)
+			return -1, fmt.Errorf("landlock_add_rule (the reaper): %w", err)
 		}
 	}
-	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
-		return fmt.Errorf("landlock_restrict_self: %w", err)
-	}
-	return nil
+	return fd, nil
 }
 
 // llAddPath adds the rule for p to the ruleset fd: the path opened

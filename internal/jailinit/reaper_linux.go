@@ -35,11 +35,35 @@ import (
 // fork), execve, wait4, kill, rt_sigtimedwait, prctl, pipe2 and a few
 // more. The default profile and every preset do.
 //
+// The process backend has no pid namespace to end with its pid 1: its
+// reaper (spawn.c's "p" mode) is a child subreaper, so that every orphan
+// of the program is its child, reaped by it, and killed by it when the
+// program ends, when the supervisor kills the run (ReaperEnd, never
+// SIGKILL) and when the supervisor dies (ReaperEnd is its parent-death
+// signal): nothing the program started outlives the run. The program
+// runs as the reaper's uid, so the reaper must be out of its reach: the
+// init builds the Landlock ruleset but does not apply it to itself, and
+// the reaper's child applies it just before the program's exec. The
+// program's domain is then nested below the reaper's (none), and
+// Landlock keeps it from signalling (the signal scope, ABI 6) and from
+// tracing the reaper (ptrace, any ABI); the reaper is not dumpable
+// either. Without scopes (the host's Landlock below ABI 6) the program
+// can stop or kill its reaper, as it can any process of its uid: that is
+// the "signal isolation" policy.Check lists.
+//
 // A warm pool's prepared sandbox may exec its reaper before the request
 // (initConfig.ReaperWaits, execWaitingReaper): the reaper then reads the
 // program from the spec pipe and sets its rlimits, working directory and
 // lookup in the child, under the filter; nsjail.ReaperSyscalls lists
 // what it calls, which a pool's filter must allow for that.
+
+// ReaperEnd is the process backend's reaper's end signal (spawn.c's
+// SIGEND): its parent-death signal, and the supervisor's kill. It is
+// blocked from the init's birth (the supervisor's forking thread blocks
+// it) to the reaper's sigtimedwait, so one sent to the Go init is not
+// lost (the runtime would ignore it) but waits for the reaper, which then
+// kills every process of the run. Never forwarded, never the program's.
+const ReaperEnd = unix.Signal(34)
 
 // forwardedSigs are what the reaper passes on to the program's process
 // group: what a caller (the supervisor, with kill(2) on the init's host
@@ -91,8 +115,11 @@ func blockForwarded() (string, error) {
 
 // execReaper execs the reaper from reaperFD with the status socket; the
 // reaper starts the program argv0 (and reports "started", or why not).
-// It returns only on failure.
-func execReaper(argv0 string, prog *programConfig, reaperFD int) error {
+// process is the process backend's reaper (spawn.c's "p" mode), with the
+// Landlock ruleset llFD (or -1) its child applies before the program's
+// exec, and its supervisor's pid, the parent it must still have once its
+// own parent-death signal is set. It returns only on failure.
+func execReaper(argv0 string, prog *programConfig, reaperFD int, process bool, llFD int) error {
 	mask, err := blockForwarded()
 	if err != nil {
 		return stage("exec reaper", err)
@@ -105,6 +132,15 @@ func execReaper(argv0 string, prog *programConfig, reaperFD int) error {
 	if prog.TTY {
 		tty = "1"
 	}
-	argv := append([]string{"airlock-reaper", mask, strconv.Itoa(statusFD), tty, argv0}, prog.Args...)
+	argv := []string{"airlock-reaper", mask, strconv.Itoa(statusFD)}
+	if process {
+		if llFD >= 0 {
+			if _, err := unix.FcntlInt(uintptr(llFD), unix.F_SETFD, 0); err != nil {
+				return stage("exec reaper", err)
+			}
+		}
+		argv = append(argv, "p", strconv.Itoa(llFD), strconv.Itoa(unix.Getppid()))
+	}
+	argv = append(append(argv, tty, argv0), prog.Args...)
 	return stage("exec reaper", unix.Exec("/proc/self/fd/"+strconv.Itoa(reaperFD), argv, prog.Env))
 }
