@@ -357,8 +357,14 @@ func TestProcessLandlockMissing(t *testing.T) {
 	if _, err := ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: policy.Policy{Backend: "process"}}); !errors.Is(err, executor.ErrUnsupported) {
 		t.Errorf("no Landlock, the default net (none): %v; want refused", err)
 	}
-	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: policy.Policy{Backend: "process", Net: policy.NetHost}})
+	// Without Landlock at all the host's filesystem is refused (issue 42:
+	// nothing listed without an opt-in) unless best_effort names landlock.
+	var u *policy.UnsupportedError
+	if _, err := ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: policy.Policy{Backend: "process", Net: policy.NetHost}}); !errors.As(err, &u) || u.Control != "filesystem isolation" || !strings.Contains(u.Fix, "--best-effort=landlock") {
+		t.Errorf("no Landlock, net host: %v; want refused, naming filesystem isolation and --best-effort=landlock", err)
+	}
+	res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"true"}, Policy: policy.Policy{Backend: "process", Net: policy.NetHost, BestEffort: policy.DegradeLandlock}})
 	if err != nil || res.Enforced.Landlock != 0 || !slices.Equal(res.Enforced.NotEnforced, []string{"filesystem isolation"}) {
-		t.Errorf("no Landlock, net host: %v %+v", err, res)
+		t.Errorf("no Landlock, net host, best_effort landlock: %v %+v", err, res)
 	}
 }
