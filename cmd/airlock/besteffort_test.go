@@ -47,13 +47,7 @@ func denySeccomp(e syscall.Errno) error {
 		{Code: ret, K: unix.SECCOMP_RET_ALLOW},
 		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(e)},
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return err
-	}
-	_, err := bpfprog.Load(prog, false)
-	return err
+	return loadOuter(prog)
 }
 
 // --best-effort degrades only what it names. The CLI runs under an

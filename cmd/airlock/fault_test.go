@@ -739,8 +739,13 @@ func denyFilterLoads(e syscall.Errno) error {
 		{Code: ret, K: unix.SECCOMP_RET_ALLOW},
 		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(e)},
 	}
-	// no_new_privs on this thread, which the load (TSYNC) spreads to the
-	// others: required to load a filter without CAP_SYS_ADMIN.
+	return loadOuter(prog)
+}
+
+// loadOuter loads prog on every thread of this process (TSYNC), with
+// no_new_privs on this thread, which the load spreads to the others:
+// required to load a filter without CAP_SYS_ADMIN.
+func loadOuter(prog bpfprog.Program) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
