@@ -82,12 +82,14 @@ static long sys6(long n, long a, long b, long c, long d, long e, long f) {
 	__asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9) : "rcx", "r11", "memory");
 	return ret;
 }
+#ifndef AIRLOCK_EMBEDDED
 __asm__(".text\n.global _start\n_start:\n"
 	"  xor %rbp, %rbp\n"
 	"  mov %rsp, %rdi\n"
 	"  and $-16, %rsp\n"
 	"  call start\n"
 	"  hlt\n");
+#endif
 #elif defined(__aarch64__)
 static long sys6(long n, long a, long b, long c, long d, long e, long f) {
 	register long x8 __asm__("x8") = n;
@@ -100,6 +102,7 @@ static long sys6(long n, long a, long b, long c, long d, long e, long f) {
 	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory", "cc");
 	return x0;
 }
+#ifndef AIRLOCK_EMBEDDED
 __asm__(".text\n.global _start\n_start:\n"
 	"  mov x29, #0\n"
 	"  mov x30, #0\n"
@@ -107,6 +110,7 @@ __asm__(".text\n.global _start\n_start:\n"
 	"  and sp, x0, #-16\n"
 	"  bl start\n"
 	"  brk #0\n");
+#endif
 #else
 #error "airlock-spawn: x86_64 and aarch64 only"
 #endif
@@ -346,7 +350,9 @@ struct clone_args3 {
 // It arrives with the forwarded signals and SIGCHLD blocked (the init
 // blocked them: one sent during the exec waits), and takes them with
 // sigtimedwait: no handlers. MASK, in hex, is the program's signal mask:
-// the init's before it blocked them (jailinit's blockForwarded). It forwards each signal to the program's
+// the init's before it blocked them (jailinit's blockForwarded). It forwards each signal from outside
+// the sandbox (fromOutside; one from the sandbox's own processes it
+// ignores, as an init does) to the program's
 // process group (the program leads a session of its own), reaps every
 // process that ends, and reports on STATUSFD in the init's status form
 // (internal/jailinit/wire.go, version 7): {started} once the program was exec'd, or
@@ -907,6 +913,31 @@ static void ignoreChld(int ignored) {
 		sys6(__NR_rt_sigaction, SIGCHLD, (long)&ign, 0, sizeof ign.mask, 0, 0);
 }
 
+// ksiginfo is the head of the kernel's siginfo_t on x86_64 and aarch64
+// (the union after si_code is 8-aligned), as rt_sigtimedwait fills it: a
+// sent signal's sender pid (as this process's pid namespace sees it) and
+// uid; 128 bytes in all.
+struct ksiginfo {
+	int signo, err, code, pad;
+	int pid, uid;
+	char rest[128 - 24];
+};
+
+// fromOutside says whether pid 1 passes a signal it took on to the
+// program: only one from outside the sandbox, as the host's init takes
+// only the kernel's and ignores an ordinary process's. That is one sent
+// by a process outside our pid namespace (the supervisor, the caller of
+// airlock, anyone with the init's host pid: the kernel gives its si_pid
+// as 0), by our parent (ppid; the same where we have a namespace of our
+// own, where it is 0), or by the kernel (si_code > 0: a terminal's). One a
+// process of the sandbox sends us (kill(1, SIGQUIT), a tgkill) is
+// dropped, as a signal to init is: the program goes on. (A program can
+// forge si_pid 0 with rt_sigqueueinfo's SI_QUEUE; what it gains is a
+// signal to its own process group, which it can send itself.)
+static int fromOutside(const struct ksiginfo *si, long ppid) {
+	return si->code > 0 || si->pid == 0 || si->pid == ppid;
+}
+
 static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp) {
 	// MASK first; the rest as before it was added (argv[1] the status fd).
 	unsigned long mask = 0;
@@ -925,6 +956,10 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 	// nsjail.Spec.SetSignals).
 	unsigned long set = forwardedSigs | BIT(SIGCHLD);
 	sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&set, 0, sizeof set, 0, 0);
+	// Who may signal us (fromOutside): our parent, outside the sandbox
+	// (0 in a pid namespace of our own: it is not in it).
+	long ppid = SYS(__NR_getppid, 0, 0, 0);
+	static struct ksiginfo si;
 	// SIGCHLD as the init left it is the program's (its caller's, where
 	// the supervisor set the dispositions: nsjail.Spec.SetSignals), but
 	// ours must be the default: ignored, the kernel would reap the program
@@ -1046,8 +1081,8 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 					ended = r == child && (ws & 0x7f) != 0x7f; // else an orphan, or a stop
 				if (ended)
 					break;
-				r = sys6(__NR_rt_sigtimedwait, (long)&set, 0, 0, sizeof set, 0, 0);
-				if (r > 0 && r != SIGCHLD && SYS(__NR_kill, -child, r, 0) == -3 /* ESRCH */)
+				r = sys6(__NR_rt_sigtimedwait, (long)&set, (long)&si, 0, sizeof set, 0, 0);
+				if (r > 0 && r != SIGCHLD && fromOutside(&si, ppid) && SYS(__NR_kill, -child, r, 0) == -3 /* ESRCH */)
 					SYS(__NR_kill, child, r, 0);
 			}
 			if (!recycle) {
@@ -1078,6 +1113,17 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 	}
 }
 
+#ifdef AIRLOCK_EMBEDDED
+// Embedded (AIRLOCK_EMBEDDED: nsjail/reaper_embed_cgo.go compiles this file
+// into every cgo binary that links nsjail): only the reaper, run from a
+// constructor, which glibc calls with argc, argv and envp before Go's
+// runtime starts. In any other process it returns at once, having done
+// nothing.
+__attribute__((constructor)) static void embeddedReaper(int argc, char **argv, char **envp) {
+	if (argc >= 1 && equal(argv[0], "airlock-reaper"))
+		reaper(argc, argv, envp);
+}
+#else
 void start(long *sp) {
 	int argc = (int)sp[0];
 	char **argv = (char **)(sp + 1), **envp = argv + argc + 1;
@@ -1224,3 +1270,4 @@ exec:
 	SYS(__NR_kill, SYS(__NR_getpid, 0, 0, 0), sig, 0);
 	quit(128 + sig);
 }
+#endif
