@@ -150,7 +150,7 @@ func seccompCheck() policy.Capability {
 	}
 	switch {
 	case lib == "":
-		c.Fix = "build airlock with CGO_ENABLED=1 and libseccomp-dev"
+		c.Fix = "build airlock with CGO_ENABLED=1 and libseccomp-dev (which also builds in the sandbox's reaper), or load filters that airlock-daemon compiled (executor.Config.SeccompCacheDir) and start sandboxes with its airlock-spawn (Config.SpawnPath)"
 	case slices.Contains(missing, "kill_process") || slices.Contains(missing, "errno"):
 		c.Fix = "Linux 4.14 or newer (SECCOMP_RET_KILL_PROCESS)"
 	default:
