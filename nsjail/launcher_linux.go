@@ -739,7 +739,7 @@ func lastCap() int {
 
 // reaperPath is the binary the init execs as the sandbox's pid 1
 // (internal/jailinit/reaper_linux.go): the spawn helper, else this very
-// binary where it holds the embedded reaper (reaper_embed_cgo.go; its
+// binary where it holds the embedded reaper (cmd/airlock-spawn's, compiled in with cgo; its
 // /proc/self/exe, the file this process runs even if its path was
 // replaced since). With neither it is CheckReaper's error.
 func reaperPath(spec *Spec) (string, error) {
@@ -768,7 +768,7 @@ func CheckReaper(spawnPath string) error {
 }
 
 // EmbeddedReaper reports whether this binary holds the sandbox's reaper
-// (cmd/airlock-spawn's, compiled in with cgo: reaper_embed_cgo.go), which
+// (cmd/airlock-spawn's, compiled in with cgo), which
 // it then is for a sandbox started without a SpawnPath.
 func EmbeddedReaper() bool { return embeddedReaper }
 

@@ -49,6 +49,9 @@
 // static glibc's start-up costs more than this whole helper's work).
 // x86_64 and aarch64; elsewhere the supervisor forks as before.
 
+// Embedded on an architecture this file does not know: nothing (the Go
+// package's Embedded is false there).
+#if !defined(AIRLOCK_EMBEDDED) || defined(__x86_64__) || defined(__aarch64__)
 #include <asm/ioctls.h>
 #include <asm/unistd.h>
 #include <linux/capability.h>
@@ -1114,8 +1117,8 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 }
 
 #ifdef AIRLOCK_EMBEDDED
-// Embedded (AIRLOCK_EMBEDDED: nsjail/reaper_embed_cgo.go compiles this file
-// into every cgo binary that links nsjail): only the reaper, run from a
+// Embedded (AIRLOCK_EMBEDDED: this directory's Go package compiles this
+// file into every cgo binary that links nsjail; doc.go): only the reaper, run from a
 // constructor, which glibc calls with argc, argv and envp before Go's
 // runtime starts. In any other process it returns at once, having done
 // nothing.
@@ -1270,4 +1273,5 @@ exec:
 	SYS(__NR_kill, SYS(__NR_getpid, 0, 0, 0), sig, 0);
 	quit(128 + sig);
 }
+#endif
 #endif
