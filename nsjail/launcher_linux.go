@@ -764,7 +764,7 @@ func CheckReaper(spawnPath string) error {
 	}
 	return &policy.UnsupportedError{Control: "pid 1 (the sandbox's reaper)",
 		Reason: "this binary holds no reaper (one is built in only with cgo, on linux/amd64 and linux/arm64) and no spawn helper was given (SpawnPath): the program would be pid 1, whose own default-action signals the kernel drops",
-		Fix:    "build with CGO_ENABLED=1 (and libseccomp-dev), or set SpawnPath to the airlock-spawn that scripts/build makes beside airlock"}
+		Fix:    "build with CGO_ENABLED=1 (and libseccomp-dev), or keep the airlock-spawn that scripts/build makes beside airlock (a library: set SpawnPath to it)"}
 }
 
 // EmbeddedReaper reports whether this binary holds the sandbox's reaper

@@ -69,7 +69,7 @@ type Prepared struct {
 var ReaperSyscalls = []string{"sendmsg", "execve", "rt_sigprocmask", "prctl", "fcntl", "pipe2", "mmap", "munmap", "read", "close",
 	"clone", "setsid", "prlimit64", "chdir", "newfstatat", "write", "exit_group", "wait4", "sendto", "rt_sigtimedwait", "kill",
 	"brk", "access", "faccessat", "openat", "pread64", "mprotect", "arch_prctl", "set_tid_address", "set_robust_list", "rseq",
-	"getrandom", "rt_sigaction", "getppid"}
+	"getrandom", "rt_sigaction"}
 
 // Bounds of the waiting reaper's program message (cmd/airlock-spawn:
 // MAXMSG, MAXSTRS, MAXRLIMITS).

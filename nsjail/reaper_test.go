@@ -253,3 +253,34 @@ func TestReaperIgnoresSandboxSignals(t *testing.T) {
 		})
 	}
 }
+
+// The program's data and address-space limits bind the program, not its
+// reaper's exec: the reaper sets them in its child. A small one (16 MiB,
+// as an rlimit-only memory limit can be) lets both reapers start the
+// program, the embedded one too, whose image (a cgo binary's bss of more
+// than 32 MiB) it would not admit; the program has the limit, pid 1 not.
+func TestReaperSmallDataLimit(t *testing.T) {
+	testutil.RequireUserNS(t)
+	for _, reaper := range []struct{ name, path string }{{"spawn helper", testutil.RequireReaper(t)}, {"embedded", ""}} {
+		t.Run(reaper.name, func(t *testing.T) {
+			ex, err := executor.New(executor.Config{SpawnPath: reaper.path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ex.Close()
+			spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c", `ulimit -d; ulimit -v; grep -c '^Max data size  *unlimited' /proc/1/limits`}, Policy: policy.Default()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec.Rlimits = append(spec.Rlimits, nsjail.Rlimit{Resource: unix.RLIMIT_DATA, Cur: 16 << 20, Max: 16 << 20},
+				nsjail.Rlimit{Resource: unix.RLIMIT_AS, Cur: 1 << 30, Max: 1 << 30})
+			res, err := nsjail.Run(t.Context(), spec)
+			if err != nil {
+				t.Fatalf("RLIMIT_DATA 16 MiB: %v", err)
+			}
+			if res.Status != nsjail.StatusOK || res.Stdout != "16384\n1048576\n1\n" || res.Enforced.Pid1 != "reaper" {
+				t.Fatalf("RLIMIT_DATA 16 MiB: %s %q %v; want ok, the program's limits, pid 1 without them", res.Status, res.Stdout, res.Error)
+			}
+		})
+	}
+}

@@ -353,7 +353,8 @@ struct clone_args3 {
 // It arrives with the forwarded signals and SIGCHLD blocked (the init
 // blocked them: one sent during the exec waits), and takes them with
 // sigtimedwait: no handlers. MASK, in hex, is the program's signal mask:
-// the init's before it blocked them (jailinit's blockForwarded). It forwards each signal from outside
+// the init's before it blocked them (jailinit's blockForwarded); after it
+// may come limits its child sets before the exec (parseMask). It forwards each signal from outside
 // the sandbox (fromOutside; one from the sandbox's own processes it
 // ignores, as an init does) to the program's
 // process group (the program leads a session of its own), reaps every
@@ -931,20 +932,70 @@ struct ksiginfo {
 // only the kernel's and ignores an ordinary process's. That is one sent
 // by a process outside our pid namespace (the supervisor, the caller of
 // airlock, anyone with the init's host pid: the kernel gives its si_pid
-// as 0), by our parent (ppid; the same where we have a namespace of our
-// own, where it is 0), or by the kernel (si_code > 0: a terminal's). One a
-// process of the sandbox sends us (kill(1, SIGQUIT), a tgkill) is
-// dropped, as a signal to init is: the program goes on. (A program can
-// forge si_pid 0 with rt_sigqueueinfo's SI_QUEUE; what it gains is a
-// signal to its own process group, which it can send itself.)
-static int fromOutside(const struct ksiginfo *si, long ppid) {
-	return si->code > 0 || si->pid == 0 || si->pid == ppid;
+// as 0), or by the kernel (si_code > 0: a terminal's). One a process of
+// the sandbox sends us (kill(1, SIGQUIT), a tgkill) is dropped, as a
+// signal to init is: the program goes on. (A program can forge si_pid 0
+// with rt_sigqueueinfo's SI_QUEUE; what it gains is a signal to its own
+// process group, which it can send itself.) Without a pid namespace of
+// our own every sender has a pid: such a reaper must tell its
+// supervisor's apart some other way (no call for it here: a filter may
+// kill any call the reaper did not make before).
+static int fromOutside(const struct ksiginfo *si) {
+	return si->code > 0 || si->pid == 0;
+}
+
+// The limits a cold reaper's child sets just before the program's exec
+// (MASK's ",RESOURCE:CUR:MAX" entries, in hex: jailinit's
+// deferredToReaper, the data and address-space limits), which the init
+// leaves to it: they bound an exec's image, and the embedded reaper's (a
+// cgo binary's, whose bss holds 32 MiB of Go's heap index) is far larger
+// than a small program's.
+#define MAXDEFERRED 2
+struct limit {
+	unsigned long resource, cur, max; // cur and max: a struct rlimit
+};
+
+// hexField parses the hex digits at *s up to a ',' or ':' (or the end)
+// into *v, and moves *s to that character.
+static int hexField(const char **s, unsigned long *v) {
+	char b[17];
+	int n = 0;
+	for (; **s && **s != ',' && **s != ':'; (*s)++) {
+		if (n == 16)
+			return 0;
+		b[n++] = **s;
+	}
+	b[n] = 0;
+	return hexnum(b, v);
+}
+
+// parseMask parses MASK[,RESOURCE:CUR:MAX]...: the mask into *mask and
+// the limits into l; how many limits, or -1.
+static int parseMask(const char *s, unsigned long *mask, struct limit *l) {
+	int n = 0;
+	if (!hexField(&s, mask))
+		return -1;
+	while (*s == ',') {
+		s++;
+		if (n == MAXDEFERRED || !hexField(&s, &l[n].resource) || l[n].resource >= 64 || *s != ':')
+			return -1;
+		s++;
+		if (!hexField(&s, &l[n].cur) || *s != ':')
+			return -1;
+		s++;
+		if (!hexField(&s, &l[n].max))
+			return -1;
+		n++;
+	}
+	return *s ? -1 : n;
 }
 
 static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp) {
 	// MASK first; the rest as before it was added (argv[1] the status fd).
 	unsigned long mask = 0;
-	if (argc < 2 || !hexnum(argv[1], &mask))
+	static struct limit deferred[MAXDEFERRED];
+	int ndeferred = argc >= 2 ? parseMask(argv[1], &mask, deferred) : -1;
+	if (ndeferred < 0)
 		quit(126);
 	argc--, argv++;
 	int recycle = argc >= 4 && equal(argv[2], "r");
@@ -959,10 +1010,7 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 	// nsjail.Spec.SetSignals).
 	unsigned long set = forwardedSigs | BIT(SIGCHLD);
 	sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&set, 0, sizeof set, 0, 0);
-	// Who may signal us (fromOutside): our parent, outside the sandbox
-	// (0 in a pid namespace of our own: it is not in it).
-	long ppid = SYS(__NR_getppid, 0, 0, 0);
-	static struct ksiginfo si;
+	static struct ksiginfo si; // who sent what we take (fromOutside)
 	// SIGCHLD as the init left it is the program's (its caller's, where
 	// the supervisor set the dispositions: nsjail.Spec.SetSignals), but
 	// ours must be the default: ignored, the kernel would reap the program
@@ -1044,6 +1092,9 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 			}
 			if (tty && (r = SYS(__NR_ioctl, 0, TIOCSCTTY, 0)) < 0)
 				childFail(errp[1], CHILD_EXEC, r);
+			for (int i = 0; i < ndeferred; i++)
+				if ((r = sys6(__NR_prlimit64, 0, (long)deferred[i].resource, (long)&deferred[i].cur, 0, 0, 0)) < 0)
+					childFail(errp[1], CHILD_SETRLIMIT, r);
 			sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, sizeof mask, 0, 0);
 			ignoreChld(chldIgnored);
 			childFail(errp[1], CHILD_EXEC, SYS(__NR_execve, argv[3], argv + 4, envp));
@@ -1085,7 +1136,7 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 				if (ended)
 					break;
 				r = sys6(__NR_rt_sigtimedwait, (long)&set, (long)&si, 0, sizeof set, 0, 0);
-				if (r > 0 && r != SIGCHLD && fromOutside(&si, ppid) && SYS(__NR_kill, -child, r, 0) == -3 /* ESRCH */)
+				if (r > 0 && r != SIGCHLD && fromOutside(&si) && SYS(__NR_kill, -child, r, 0) == -3 /* ESRCH */)
 					SYS(__NR_kill, child, r, 0);
 			}
 			if (!recycle) {

@@ -153,7 +153,7 @@ func helperReport() []helperInfo {
 		{Name: "airlock-init", Found: initPath != "", Path: initPath,
 			Adds: "a sandbox init without cgo: starts faster than this binary re-executed as the init"},
 		{Name: "airlock-spawn", Found: spawnPath != "", Path: spawnPath,
-			Adds: "creates each sandbox's namespaces so that airlock never forks itself, and is its pid 1: static, faster to start than the embedded reaper (used with airlock-init)"},
+			Adds: "creates each sandbox's namespaces so that airlock never forks itself, and is its pid 1: static, faster to start than the embedded reaper (the namespaces only with airlock-init)"},
 		{Name: "airlock-daemon", Found: daemon != "", Path: daemon,
 			Adds: "lets the CLI beside it be slim (no cgo: a faster start), compiling its seccomp filters and running serve and mcp"},
 		embedded,

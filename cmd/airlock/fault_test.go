@@ -79,6 +79,17 @@ type sandboxReport struct {
 // new privileges, five empty capability sets, pid 1 of its own namespace,
 // a one-id map to a non-root host id, a read-only root, the planned mount
 // table (mounts) and no inherited fds.
+// ownNSpid is this process's pid in each pid namespace it is in.
+func ownNSpid() []string {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "NSpid:"); ok {
+			return strings.Fields(v)
+		}
+	}
+	return nil
+}
+
 func (r *sandboxReport) confined(hostUID string, mounts int) error {
 	var bad []string
 	want := map[string]string{"Seccomp": "2", "NoNewPrivs": "1", "CapInh": "0000000000000000", "CapPrm": "0000000000000000",
@@ -88,9 +99,10 @@ func (r *sandboxReport) confined(hostUID string, mounts int) error {
 			bad = append(bad, fmt.Sprintf("%s %q (want %s)", k, r.Status[k], want[k]))
 		}
 	}
-	// Its own procfs shows the pid in the sandbox's namespace only.
-	if ns := strings.Fields(r.Status["NSpid"]); len(ns) == 0 || ns[len(ns)-1] != "1" {
-		bad = append(bad, fmt.Sprintf("NSpid %q (want pid 1 of a namespace of its own)", r.Status["NSpid"]))
+	// A pid namespace of its own: one level more than this process's
+	// (its pid 1 is the reaper, whose child it is).
+	if ns := strings.Fields(r.Status["NSpid"]); len(ns) != len(ownNSpid())+1 {
+		bad = append(bad, fmt.Sprintf("NSpid %q (want a pid namespace of its own, below this process's %q)", r.Status["NSpid"], ownNSpid()))
 	}
 	if !slices.Equal(r.UIDMap, []string{"1000", hostUID, "1"}) || hostUID == "0" {
 		bad = append(bad, fmt.Sprintf("uid_map %v (want 1000 %s 1)", r.UIDMap, hostUID))
