@@ -346,7 +346,8 @@ struct clone_args3 {
 // The reaper: argv {"airlock-reaper", MASK, STATUSFD, TTY, PATH, ARG0, ARGS...}, the
 // program's environment. The sandbox's init execs it (through the fd the
 // supervisor gave it) as the sandbox's pid 1, with the program's filter,
-// limits and working directory in force, no capability and no_new_privs;
+// limits (but those MASK names: parseMask) and working directory in
+// force, no capability and no_new_privs;
 // it starts the program PATH as its child (with stdin, a pty of its own,
 // as its controlling terminal when TTY is 1), so the program is no pid 1,
 // whose default-action signals the kernel drops, and behaves as bare.
@@ -1122,7 +1123,7 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 				e[0] = CHILD_EXEC, e[1] = -5; // EIO
 			// The waiting reaper's reports carry no message: the supervisor
 			// names the errno, as for the init's own reports.
-			status(st, EV_FAILED, 0, childStage[e[0]], e[1], waits ? "" : argv[3]);
+			status(st, EV_FAILED, 0, childStage[e[0]], e[1], waits || e[0] != CHILD_EXEC ? "" : argv[3]);
 			if (!recycle)
 				quit(1);
 			// Recycling: nothing ran (the child failed before its exec);
