@@ -209,7 +209,7 @@ func TestWarmPoolWaitingReaper(t *testing.T) {
 	spawn := testutil.RequireReaper(t)
 	denyChdir := policy.Default()
 	denyChdir.Seccomp.Rules = []policy.SyscallRule{{Names: []string{"chdir"}, Action: policy.ActErrno, Errno: int(unix.EPERM)}}
-	pid1 := `head -c 20 /proc/1/cmdline | tr '\0' ' '; if cd /tmp 2>/dev/null; then echo " cd"; else echo " no cd"; fi`
+	pid1 := `tr '\0' '\n' </proc/1/cmdline | sed '2s/,.*//' | tr '\n' ' ' | head -c 20; if cd /tmp 2>/dev/null; then echo " cd"; else echo " no cd"; fi`
 	for _, c := range []struct {
 		name string
 		pol  policy.Policy
@@ -295,7 +295,7 @@ func TestWarmPoolReuse(t *testing.T) {
 	if recycles {
 		mode = "r"
 	}
-	script := `head -c 20 /proc/1/cmdline | tr '\0' ' '; echo; ls -A /tmp /workspace; set -- /proc/[0-9]*; echo $#
+	script := `tr '\0' '\n' </proc/1/cmdline | sed '2s/,.*//' | tr '\n' ' ' | head -c 20; echo; ls -A /tmp /workspace; set -- /proc/[0-9]*; echo $#
 		touch /tmp/x /workspace/y; mkdir /workspace/d; chmod 0 /workspace; setsid sleep 100 </dev/null >/dev/null 2>&1 &`
 	want := "airlock-reaper 0 4 " + mode + "\n/tmp:\n\n/workspace:\n2\n"
 	for i := range 4 {

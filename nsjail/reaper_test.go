@@ -115,7 +115,7 @@ func TestReaperTree(t *testing.T) {
 // them: a bound on its modes' arguments must not reach them).
 func TestReaperManyArgs(t *testing.T) {
 	testutil.RequireReaper(t)
-	args := []string{"/bin/sh", "-c", `echo $# "$@"; head -c 18 /proc/1/cmdline | tr '\0' ' '`, "sh"}
+	args := []string{"/bin/sh", "-c", `echo $# "$@"; tr '\0' '\n' </proc/1/cmdline | sed '2s/,.*//' | tr '\n' ' ' | head -c 18`, "sh"}
 	for i := range 40 {
 		args = append(args, strconv.Itoa(i))
 	}

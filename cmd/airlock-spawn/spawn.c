@@ -951,7 +951,7 @@ static int fromOutside(const struct ksiginfo *si) {
 // leaves to it: they bound an exec's image, and the embedded reaper's (a
 // cgo binary's, whose bss holds 32 MiB of Go's heap index) is far larger
 // than a small program's.
-#define MAXDEFERRED 2
+#define MAXDEFERRED 8 // a limit given twice is set twice, the last one holding
 struct limit {
 	unsigned long resource, cur, max; // cur and max: a struct rlimit
 };

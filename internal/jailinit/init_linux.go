@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/internal/bpfprog"
@@ -349,7 +350,8 @@ func programSettings(cfg *programConfig, reaper bool) (string, []Rlimit, error) 
 	var deferred []Rlimit
 	for _, r := range cfg.Rlimits {
 		if reaper && deferredToReaper(r.Resource) {
-			deferred = append(deferred, r)
+			// One each: a later one replaces it, as a later setrlimit would.
+			deferred = append(slices.DeleteFunc(deferred, func(d Rlimit) bool { return d.Resource == r.Resource }), r)
 			continue
 		}
 		if err := stage("setrlimit", unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max})); err != nil {
