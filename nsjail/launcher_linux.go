@@ -269,10 +269,14 @@ func (s *Sandbox) launch() (*initChannels, error) {
 	// The process backend's is a subreaper that kills what is left of
 	// the run (spawn.c).
 	inherit := func(tasks []*os.File) []*os.File { return tasks }
-	if s.spec.SpawnPath != "" && !s.spec.NoReaper {
-		fd, err := unix.Open(s.spec.SpawnPath, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if !s.spec.NoReaper {
+		path, err := reaperPath(s.spec)
 		if err != nil {
-			return nil, &policy.SetupError{Stage: "reaper", Err: fmt.Errorf("open %s: %w", s.spec.SpawnPath, err)}
+			return nil, err
+		}
+		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, &policy.SetupError{Stage: "reaper", Err: fmt.Errorf("open %s: %w", path, err)}
 		}
 		reaper := os.NewFile(uintptr(fd), "reaper")
 		defer reaper.Close()
@@ -754,6 +758,41 @@ func lastCap() int {
 	return last
 }
 
+// reaperPath is the binary the init execs as the sandbox's pid 1
+// (internal/jailinit/reaper_linux.go): the spawn helper, else this very
+// binary where it holds the embedded reaper (cmd/airlock-spawn's, compiled in with cgo; its
+// /proc/self/exe, the file this process runs even if its path was
+// replaced since). With neither it is CheckReaper's error.
+func reaperPath(spec *Spec) (string, error) {
+	if err := CheckReaper(spec.SpawnPath); err != nil {
+		return "", err
+	}
+	if spec.SpawnPath != "" {
+		return spec.SpawnPath, nil
+	}
+	return "/proc/self/exe", nil
+}
+
+// CheckReaper says whether a sandbox started with spawnPath as its
+// Spec.SpawnPath has a reaper to be its pid 1: the spawn helper, or the
+// one this binary holds (EmbeddedReaper). Without either the program
+// would be pid 1, whose own default-action signals the kernel drops: a
+// policy.UnsupportedError naming the fix (a sandbox that must have no
+// reaper says so: Spec.NoReaper).
+func CheckReaper(spawnPath string) error {
+	if spawnPath != "" || embeddedReaper {
+		return nil
+	}
+	return &policy.UnsupportedError{Control: "pid 1 (the sandbox's reaper)",
+		Reason: "this binary holds no reaper (one is built in only with cgo, on linux/amd64 and linux/arm64) and no spawn helper was given (SpawnPath): the program would be pid 1, whose own default-action signals the kernel drops",
+		Fix:    "build with CGO_ENABLED=1 (and libseccomp-dev), or keep the airlock-spawn that scripts/build makes beside airlock (a library: set SpawnPath to it)"}
+}
+
+// EmbeddedReaper reports whether this binary holds the sandbox's reaper
+// (cmd/airlock-spawn's, compiled in with cgo), which
+// it then is for a sandbox started without a SpawnPath.
+func EmbeddedReaper() bool { return embeddedReaper }
+
 // hostIDs returns the host uid and gid the sandbox's ids map to: the
 // caller's own when rootless, an unprivileged id when real root; never 0.
 func hostIDs(spec *Spec) (int, int) {
@@ -777,7 +816,7 @@ func enforcedFor(spec *Spec) Enforced {
 		NoNewPrivs:   true,
 		Pid1:         "program",
 	}
-	if spec.SpawnPath != "" && !spec.NoReaper {
+	if _, err := reaperPath(spec); err == nil && !spec.NoReaper {
 		e.Pid1 = "reaper"
 	}
 	if spec.HostNetwork {
@@ -792,8 +831,10 @@ func enforcedFor(spec *Spec) Enforced {
 		e.Backend, e.Namespaces, e.UIDMap, e.Rootfs, e.Network = "process", []string{}, fmt.Sprintf("none (host uid %d)", uid), "none (host filesystem)", "host"
 		e.GIDMap, e.UID, e.GID = fmt.Sprintf("none (host gid %d)", gid), uid, gid
 		e.Capabilities = processCapabilities(os.Getuid())
-		if e.Pid1 = ""; spec.SpawnPath != "" && !spec.NoReaper {
+		if e.Pid1 == "reaper" {
 			e.Pid1 = "subreaper"
+		} else {
+			e.Pid1 = ""
 		}
 		if spec.Landlock.ABI > 0 {
 			e.Rootfs = "none (host filesystem, landlock rules)"

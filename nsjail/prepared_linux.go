@@ -60,9 +60,16 @@ type Prepared struct {
 // those the init makes after loading it (its report and the reaper's
 // exec); a filter must allow each for a prepared sandbox to start its
 // reaper ahead: with any arguments, but clone only as a plain fork
-// (SIGCHLD, no other flag), which the default profile allows.
+// (SIGCHLD, no other flag), which the default profile allows. The
+// embedded reaper (a binary's own, without a SpawnPath: CheckReaper) is
+// a dynamic executable: its exec adds what the dynamic loader and
+// glibc's start call before the reaper runs (measured with strace on
+// Debian 12's glibc 2.36; getrandom, faccessat and rt_sigaction for other
+// versions and arm64).
 var ReaperSyscalls = []string{"sendmsg", "execve", "rt_sigprocmask", "prctl", "fcntl", "pipe2", "mmap", "munmap", "read", "close",
-	"clone", "setsid", "prlimit64", "chdir", "newfstatat", "write", "exit_group", "wait4", "sendto", "rt_sigtimedwait", "kill"}
+	"clone", "setsid", "prlimit64", "chdir", "newfstatat", "write", "exit_group", "wait4", "sendto", "rt_sigtimedwait", "kill",
+	"brk", "access", "faccessat", "openat", "pread64", "mprotect", "arch_prctl", "set_tid_address", "set_robust_list", "rseq",
+	"getrandom", "rt_sigaction"}
 
 // Bounds of the waiting reaper's program message (cmd/airlock-spawn:
 // MAXMSG, MAXSTRS, MAXRLIMITS).

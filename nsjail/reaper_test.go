@@ -115,7 +115,7 @@ func TestReaperTree(t *testing.T) {
 // them: a bound on its modes' arguments must not reach them).
 func TestReaperManyArgs(t *testing.T) {
 	testutil.RequireReaper(t)
-	args := []string{"/bin/sh", "-c", `echo $# "$@"; head -c 18 /proc/1/cmdline | tr '\0' ' '`, "sh"}
+	args := []string{"/bin/sh", "-c", `echo $# "$@"; tr '\0' '\n' </proc/1/cmdline | sed '2s/,.*//' | tr '\n' ' ' | head -c 18`, "sh"}
 	for i := range 40 {
 		args = append(args, strconv.Itoa(i))
 	}
@@ -186,5 +186,101 @@ func TestReaperExecFailure(t *testing.T) {
 	var se *policy.SetupError
 	if !errors.As(err, &se) || se.Stage != "exec" || !errors.Is(err, unix.ENOENT) {
 		t.Fatalf("got %v (%#v), want a setup error of stage exec, ENOENT", err, res)
+	}
+}
+
+// initSignalsScript sends pid 1 each signal of its arguments, as a
+// payload would (kill(1, SIG)), and then goes on to exit 0 by itself.
+// Each wait is for pid 1 to have taken what was sent (its pending set,
+// ShdPnd in /proc/1/status, empty again), then a last signal is sent and
+// taken the same way: pid 1 handles signals in turn, so by then it has
+// done with the first ones (passed them on, before the fix). Bounded:
+// a pid 1 that never takes them ends the wait, not the test.
+const initSignalsScript = `pend() { sed -n 's/^ShdPnd:[[:space:]]*//p' /proc/1/status; }
+taken() { i=0; while [ "$(pend)" != 0000000000000000 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; }
+for s in "$@"; do kill -s "$s" 1 || exit 9; done; taken
+kill -s WINCH 1; taken; echo alive`
+
+// pid 1 behaves as init: a signal that a process of the sandbox sends it
+// is dropped, as the host's init drops an ordinary process's, so the
+// program that sent it goes on and exits by itself (before, the reaper
+// passed each on, and the program died of its own SIGQUIT to pid 1);
+// its own SIGTERM to itself still ends it as bare. Both reapers (the
+// spawn helper, and this binary's own without one), cold, on a warm
+// pool's prepared sandbox (the waiting reaper) and a recycled one (where
+// there are per-run cgroups).
+func TestReaperIgnoresSandboxSignals(t *testing.T) {
+	testutil.RequireUserNS(t)
+	work := testutil.WorldReadableDir(t)
+	pol := policy.Default()
+	pol.Timeout = policy.Duration(time.Minute)
+	for _, reaper := range []struct{ name, path string }{{"spawn helper", testutil.RequireReaper(t)}, {"embedded", ""}} {
+		t.Run(reaper.name, func(t *testing.T) {
+			for _, mode := range []struct {
+				name string
+				pool executor.PoolConfig
+			}{{"cold", executor.PoolConfig{}}, {"warm", executor.PoolConfig{Size: 1, Policy: pol}}, {"recycled", executor.PoolConfig{Size: 1, Policy: pol, Reuse: 4}}} {
+				t.Run(mode.name, func(t *testing.T) {
+					ex, err := executor.New(executor.Config{WorkDir: work, SpawnPath: reaper.path, Pool: mode.pool})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer ex.Close()
+					for _, sig := range []string{"QUIT", "USR1", "TSTP", "TERM", "INT", "HUP"} {
+						res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", initSignalsScript, "sh", sig}, Policy: pol})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if res.Status != nsjail.StatusOK || res.ExitCode != 0 || res.Stdout != "alive\n" || res.Enforced.Pid1 != "reaper" {
+							t.Errorf("kill -%s 1: %s exit %d signal %q, stdout %q, pid1 %q; want ok, exit 0, alive (pid 1 ignores it)",
+								sig, res.Status, res.ExitCode, res.Signal, res.Stdout, res.Enforced.Pid1)
+						}
+					}
+					res, err := ex.Execute(t.Context(), executor.Request{Args: []string{"/bin/sh", "-c", "kill -TERM $$; echo alive"}, Policy: pol})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Status != nsjail.StatusSignaled || res.Signal != "SIGTERM" || res.ExitCode != 143 || res.Stdout != "" {
+						t.Errorf("self SIGTERM: %s exit %d signal %q, stdout %q; want signaled SIGTERM 143", res.Status, res.ExitCode, res.Signal, res.Stdout)
+					}
+					// Recycling needs a per-run cgroup (rootless on cgroup
+					// v1 there is none: each sandbox then serves one run).
+					if _, cg := testutil.Cgroups(t); cg && mode.pool.Reuse > 0 && ex.PoolStats().Reused == 0 {
+						t.Errorf("no run was served by a recycled sandbox: %+v", ex.PoolStats())
+					}
+				})
+			}
+		})
+	}
+}
+
+// The program's data and address-space limits bind the program, not its
+// reaper's exec: the reaper sets them in its child. A small one (16 MiB,
+// as an rlimit-only memory limit can be) lets both reapers start the
+// program, the embedded one too, whose image (a cgo binary's bss of more
+// than 32 MiB) it would not admit; the program has the limit, pid 1 not.
+func TestReaperSmallDataLimit(t *testing.T) {
+	testutil.RequireUserNS(t)
+	for _, reaper := range []struct{ name, path string }{{"spawn helper", testutil.RequireReaper(t)}, {"embedded", ""}} {
+		t.Run(reaper.name, func(t *testing.T) {
+			ex, err := executor.New(executor.Config{SpawnPath: reaper.path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ex.Close()
+			spec, _, err := ex.Resolve(executor.Request{Args: []string{"/bin/sh", "-c", `ulimit -d; ulimit -v; grep -c '^Max data size  *unlimited' /proc/1/limits`}, Policy: policy.Default()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec.Rlimits = append(spec.Rlimits, nsjail.Rlimit{Resource: unix.RLIMIT_DATA, Cur: 16 << 20, Max: 16 << 20},
+				nsjail.Rlimit{Resource: unix.RLIMIT_AS, Cur: 1 << 30, Max: 1 << 30})
+			res, err := nsjail.Run(t.Context(), spec)
+			if err != nil {
+				t.Fatalf("RLIMIT_DATA 16 MiB: %v", err)
+			}
+			if res.Status != nsjail.StatusOK || res.Stdout != "16384\n1048576\n1\n" || res.Enforced.Pid1 != "reaper" {
+				t.Fatalf("RLIMIT_DATA 16 MiB: %s %q %v; want ok, the program's limits, pid 1 without them", res.Status, res.Stdout, res.Error)
+			}
+		})
 	}
 }

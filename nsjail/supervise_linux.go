@@ -138,7 +138,7 @@ func (s *Sandbox) awaitPrepared(statusR *os.File) error { return s.awaitStatus(s
 var statusBufs = sync.Pool{New: func() any { return new([64 << 10]byte) }}
 
 func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
-	ready := s.readyAhead
+	ready, spoke := s.readyAhead, false
 	pooled := statusBufs.Get().(*[64 << 10]byte)
 	defer statusBufs.Put(pooled) // unmarshal copies what it keeps
 	buf, oob := pooled[:], make([]byte, unix.CmsgSpace(4))
@@ -168,6 +168,7 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 		if err != nil || n == 0 {
 			break // EOF: exec'd, or the init died
 		}
+		spoke = true
 		var st initStatus
 		if err := st.Unmarshal(buf[:n]); err != nil {
 			return &policy.SetupError{Stage: "status", Err: fmt.Errorf("bad message from init: %w", err)}
@@ -227,6 +228,12 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 		}
 		if ready {
 			return &policy.SetupError{Stage: "reaper", Err: fmt.Errorf("pid 1 ended before it started the program: %v", s.cmd.ProcessState)}
+		}
+		if !spoke && s.spec.InitPath == "" && s.cmd.ProcessState != nil && s.cmd.ProcessState.Exited() {
+			// This binary, re-executed as the init, ran as itself: an
+			// init reports why it fails before it exits.
+			return &policy.SetupError{Stage: "init", Err: fmt.Errorf("init died during setup: %v, without a word of the init protocol: "+
+				"this binary, re-executed as the sandbox's init (no InitPath), did not act as one; call nsjail.Init() first thing in its main (and in TestMain)", s.cmd.ProcessState)}
 		}
 		return &policy.SetupError{Stage: "init", Err: fmt.Errorf("init died during setup: %v", s.cmd.ProcessState)}
 	}

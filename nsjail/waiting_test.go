@@ -81,7 +81,7 @@ func TestWaitingReaper(t *testing.T) {
 		p    policy.Policy
 	}
 	cases := map[string]tc{
-		"env, dir, rlimits": {args: []string{"/bin/sh", "-c", `echo "$FOO|$PATH|$(pwd)|$(ulimit -n)|$(ulimit -c)"; head -c 20 /proc/1/cmdline | tr '\0' ' '`},
+		"env, dir, rlimits": {args: []string{"/bin/sh", "-c", `echo "$FOO|$PATH|$(pwd)|$(ulimit -n)|$(ulimit -c)"; tr '\0' '\n' </proc/1/cmdline | sed '2s/,.*//' | tr '\n' ' ' | head -c 20`},
 			mod: func(s *nsjail.Spec) {
 				s.Env, s.Dir = append(s.Env, "FOO=bar baz"), "/tmp"
 				s.Rlimits = append(s.Rlimits, nsjail.Rlimit{Resource: unix.RLIMIT_NOFILE, Cur: 77, Max: 77})

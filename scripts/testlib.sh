@@ -33,6 +33,11 @@ build_tests() {
   CGO_ENABLED=0 go build -o "$1/bin/airlock-init-plain" ./cmd/airlock-init
   CGO_ENABLED=0 go build -o "$1/bin/airlock-init-other" \
     -ldflags "-X github.com/airlock-sandbox/airlock/internal/jailinit.buildToken=not-this-build" ./cmd/airlock-init
+  # A library user without helpers (executor's TestLibraryUser): as is,
+  # without its nsjail.Init() call, and built without cgo.
+  go build -o "$1/bin/airlock-libuser" ./internal/testutil/libuser
+  go build -o "$1/bin/airlock-libuser-noinit" -ldflags "-X main.skipInit=1" ./internal/testutil/libuser
+  CGO_ENABLED=0 go build -o "$1/bin/airlock-libuser-nocgo" ./internal/testutil/libuser
   chmod 755 "$1" "$1"/*.test "$1/bin" "$1"/bin/*
 }
 

@@ -49,6 +49,9 @@
 // static glibc's start-up costs more than this whole helper's work).
 // x86_64 and aarch64; elsewhere the supervisor forks as before.
 
+// Embedded on an architecture this file does not know: nothing (the Go
+// package's Embedded is false there).
+#if !defined(AIRLOCK_EMBEDDED) || defined(__x86_64__) || defined(__aarch64__)
 #include <asm/ioctls.h>
 #include <asm/unistd.h>
 #include <linux/capability.h>
@@ -82,12 +85,14 @@ static long sys6(long n, long a, long b, long c, long d, long e, long f) {
 	__asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9) : "rcx", "r11", "memory");
 	return ret;
 }
+#ifndef AIRLOCK_EMBEDDED
 __asm__(".text\n.global _start\n_start:\n"
 	"  xor %rbp, %rbp\n"
 	"  mov %rsp, %rdi\n"
 	"  and $-16, %rsp\n"
 	"  call start\n"
 	"  hlt\n");
+#endif
 #elif defined(__aarch64__)
 static long sys6(long n, long a, long b, long c, long d, long e, long f) {
 	register long x8 __asm__("x8") = n;
@@ -100,6 +105,7 @@ static long sys6(long n, long a, long b, long c, long d, long e, long f) {
 	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory", "cc");
 	return x0;
 }
+#ifndef AIRLOCK_EMBEDDED
 __asm__(".text\n.global _start\n_start:\n"
 	"  mov x29, #0\n"
 	"  mov x30, #0\n"
@@ -107,6 +113,7 @@ __asm__(".text\n.global _start\n_start:\n"
 	"  and sp, x0, #-16\n"
 	"  bl start\n"
 	"  brk #0\n");
+#endif
 #else
 #error "airlock-spawn: x86_64 and aarch64 only"
 #endif
@@ -339,14 +346,18 @@ struct clone_args3 {
 // The reaper: argv {"airlock-reaper", MASK, STATUSFD, TTY, PATH, ARG0, ARGS...}, the
 // program's environment. The sandbox's init execs it (through the fd the
 // supervisor gave it) as the sandbox's pid 1, with the program's filter,
-// limits and working directory in force, no capability and no_new_privs;
+// limits (but those MASK names: parseMask) and working directory in
+// force, no capability and no_new_privs;
 // it starts the program PATH as its child (with stdin, a pty of its own,
 // as its controlling terminal when TTY is 1), so the program is no pid 1,
 // whose default-action signals the kernel drops, and behaves as bare.
 // It arrives with the forwarded signals and SIGCHLD blocked (the init
 // blocked them: one sent during the exec waits), and takes them with
 // sigtimedwait: no handlers. MASK, in hex, is the program's signal mask:
-// the init's before it blocked them (jailinit's blockForwarded). It forwards each signal to the program's
+// the init's before it blocked them (jailinit's blockForwarded); after it
+// may come limits its child sets before the exec (parseMask). It forwards each signal from outside
+// the sandbox (fromOutside; one from the sandbox's own processes it
+// ignores, as an init does) to the program's
 // process group (the program leads a session of its own), reaps every
 // process that ends, and reports on STATUSFD in the init's status form
 // (internal/jailinit/wire.go, version 7): {started} once the program was exec'd, or
@@ -988,10 +999,85 @@ static void endAll(int st, long main, int *ws, int *mainDone) {
 	}
 }
 
+// ksiginfo is the head of the kernel's siginfo_t on x86_64 and aarch64
+// (the union after si_code is 8-aligned), as rt_sigtimedwait fills it: a
+// sent signal's sender pid (as this process's pid namespace sees it) and
+// uid; 128 bytes in all.
+struct ksiginfo {
+	int signo, err, code, pad;
+	int pid, uid;
+	char rest[128 - 24];
+};
+
+// fromOutside says whether pid 1 passes a signal it took on to the
+// program: only one from outside the sandbox, as the host's init takes
+// only the kernel's and ignores an ordinary process's. That is one sent
+// by a process outside our pid namespace (the supervisor, the caller of
+// airlock, anyone with the init's host pid: the kernel gives its si_pid
+// as 0), or by the kernel (si_code > 0: a terminal's). One a process of
+// the sandbox sends us (kill(1, SIGQUIT), a tgkill) is dropped, as a
+// signal to init is: the program goes on. (A program can forge si_pid 0
+// with rt_sigqueueinfo's SI_QUEUE; what it gains is a signal to its own
+// process group, which it can send itself.) The process backend's reaper
+// has no pid namespace of its own, so every sender has a pid: it passes
+// on everything it takes, which Landlock's signal scope keeps to what
+// comes from outside the program's domain (its wait loop).
+static int fromOutside(const struct ksiginfo *si) {
+	return si->code > 0 || si->pid == 0;
+}
+
+// The limits a cold reaper's child sets just before the program's exec
+// (MASK's ",RESOURCE:CUR:MAX" entries, in hex: jailinit's
+// deferredToReaper, the data and address-space limits), which the init
+// leaves to it: they bound an exec's image, and the embedded reaper's (a
+// cgo binary's, whose bss holds 32 MiB of Go's heap index) is far larger
+// than a small program's.
+#define MAXDEFERRED 8 // a limit given twice is set twice, the last one holding
+struct limit {
+	unsigned long resource, cur, max; // cur and max: a struct rlimit
+};
+
+// hexField parses the hex digits at *s up to a ',' or ':' (or the end)
+// into *v, and moves *s to that character.
+static int hexField(const char **s, unsigned long *v) {
+	char b[17];
+	int n = 0;
+	for (; **s && **s != ',' && **s != ':'; (*s)++) {
+		if (n == 16)
+			return 0;
+		b[n++] = **s;
+	}
+	b[n] = 0;
+	return hexnum(b, v);
+}
+
+// parseMask parses MASK[,RESOURCE:CUR:MAX]...: the mask into *mask and
+// the limits into l; how many limits, or -1.
+static int parseMask(const char *s, unsigned long *mask, struct limit *l) {
+	int n = 0;
+	if (!hexField(&s, mask))
+		return -1;
+	while (*s == ',') {
+		s++;
+		if (n == MAXDEFERRED || !hexField(&s, &l[n].resource) || l[n].resource >= 64 || *s != ':')
+			return -1;
+		s++;
+		if (!hexField(&s, &l[n].cur) || *s != ':')
+			return -1;
+		s++;
+		if (!hexField(&s, &l[n].max))
+			return -1;
+		n++;
+	}
+	return *s ? -1 : n;
+}
+
 static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp) {
 	// MASK first; the rest as before it was added (argv[1] the status fd).
 	unsigned long mask = 0;
-	if (argc < 2 || !hexnum(argv[1], &mask))
+	static struct limit deferred[MAXDEFERRED];
+	int ndeferred = argc >= 2 ? parseMask(argv[1], &mask, deferred) : -1;
+	if (ndeferred < 0)
 		quit(126);
 	argc--, argv++;
 	// The process backend's reaper: its three arguments taken, the rest
@@ -1040,6 +1126,7 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 			quit(1);
 		}
 	}
+	static struct ksiginfo si; // who sent what we take (fromOutside)
 	// SIGCHLD as the init left it is the program's (its caller's, where
 	// the supervisor set the dispositions: nsjail.Spec.SetSignals), but
 	// ours must be the default: ignored, the kernel would reap the program
@@ -1121,6 +1208,9 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 			}
 			if (tty && (r = SYS(__NR_ioctl, 0, TIOCSCTTY, 0)) < 0)
 				childFail(errp[1], CHILD_EXEC, r);
+			for (int i = 0; i < ndeferred; i++)
+				if ((r = sys6(__NR_prlimit64, 0, (long)deferred[i].resource, (long)&deferred[i].cur, 0, 0, 0)) < 0)
+					childFail(errp[1], CHILD_SETRLIMIT, r);
 			// The process backend: the program's Landlock domain, nested
 			// below ours (the fd closes at the exec). The program dies with
 			// us should we die before we could kill it (SIGKILL, or a
@@ -1156,7 +1246,7 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 				e[0] = CHILD_EXEC, e[1] = -5; // EIO
 			// The waiting reaper's reports carry no message: the supervisor
 			// names the errno, as for the init's own reports.
-			status(st, EV_FAILED, 0, childStage[e[0]], e[1], waits ? "" : argv[3]);
+			status(st, EV_FAILED, 0, childStage[e[0]], e[1], waits || e[0] != CHILD_EXEC ? "" : argv[3]);
 			if (!recycle)
 				quit(1);
 			// Recycling: nothing ran (the child failed before its exec);
@@ -1169,10 +1259,14 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 					ended = r == child && (ws & 0x7f) != 0x7f; // else an orphan, or a stop
 				if (ended)
 					break;
-				r = sys6(__NR_rt_sigtimedwait, (long)&set, 0, 0, sizeof set, 0, 0);
+				r = sys6(__NR_rt_sigtimedwait, (long)&set, (long)&si, 0, sizeof set, 0, 0);
 				if (proc && r == SIGEND)
 					break; // the supervisor's kill, or its death
-				if (r > 0 && r != SIGCHLD && SYS(__NR_kill, -child, r, 0) == -3 /* ESRCH */)
+				// The process backend's reaper has no pid namespace: every
+				// sender has a pid, and what reaches it comes from outside
+				// the program's Landlock domain (its signal scope keeps the
+				// program's own away), so all of it is passed on.
+				if (r > 0 && r != SIGCHLD && (proc || fromOutside(&si)) && SYS(__NR_kill, -child, r, 0) == -3 /* ESRCH */)
 					SYS(__NR_kill, child, r, 0);
 			}
 			if (proc)
@@ -1205,6 +1299,17 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 	}
 }
 
+#ifdef AIRLOCK_EMBEDDED
+// Embedded (AIRLOCK_EMBEDDED: this directory's Go package compiles this
+// file into every cgo binary that links nsjail; doc.go): only the reaper, run from a
+// constructor, which glibc calls with argc, argv and envp before Go's
+// runtime starts. In any other process it returns at once, having done
+// nothing.
+__attribute__((constructor)) static void embeddedReaper(int argc, char **argv, char **envp) {
+	if (argc >= 1 && equal(argv[0], "airlock-reaper"))
+		reaper(argc, argv, envp);
+}
+#else
 void start(long *sp) {
 	int argc = (int)sp[0];
 	char **argv = (char **)(sp + 1), **envp = argv + argc + 1;
@@ -1351,3 +1456,5 @@ exec:
 	SYS(__NR_kill, SYS(__NR_getpid, 0, 0, 0), sig, 0);
 	quit(128 + sig);
 }
+#endif
+#endif

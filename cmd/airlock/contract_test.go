@@ -21,8 +21,13 @@ import (
 	"github.com/airlock-sandbox/airlock/policy/hostprobe"
 )
 
+// loneEnv names a CLI built with a plain go build, alone in its
+// directory (no helper beside it: what go install gives), which the
+// tables then run instead of this test binary (scripts/test's lone pass).
+const loneEnv = "AIRLOCK_TEST_LONE"
+
 // cliEnv is a place to run the CLI as a process of its own (this test
-// binary with AIRLOCK_TEST_AS_CLI=1): a scratch directory T the sandbox
+// binary with AIRLOCK_TEST_AS_CLI=1, or loneEnv's binary): a scratch directory T the sandbox
 // can read (the rows' files), and a private TMPDIR and cache that must
 // be left as they were.
 type cliEnv struct {
@@ -35,6 +40,9 @@ func newCLIEnv(t *testing.T) *cliEnv {
 	bin, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if lone := os.Getenv(loneEnv); lone != "" {
+		bin = lone // the CLI as go build makes it, alone in its directory
 	}
 	e := &cliEnv{bin: bin, t: testutil.WorldReadableDir(t), work: t.TempDir(), cache: t.TempDir()}
 	return e

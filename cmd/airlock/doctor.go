@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -65,7 +66,9 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 			// Packaging is set when the installation is at fault (an
 			// airlock-init from another build), not the host.
 			Packaging string `json:"packaging,omitempty"`
-		}{r, r.OK(), langs, packaging})
+			// Helpers are airlock's helper binaries, found or not.
+			Helpers []helperInfo `json:"helpers"`
+		}{r, r.OK(), langs, packaging, helperReport()})
 	} else {
 		fmt.Fprintf(stdout, "airlock doctor: kernel %s, uid %d, cgroup mode %s\n", r.Kernel, r.UID, r.CgroupMode)
 		fmt.Fprintln(stdout, "  (ok: present; MISS: the default policy needs it; miss: optional, what it adds is named)")
@@ -98,11 +101,63 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		for _, l := range backendLines(r) {
 			fmt.Fprintln(stdout, l)
 		}
+		fmt.Fprintln(stdout, "helpers (each only makes runs faster: the same controls and pid 1 without them):")
+		for _, h := range helperReport() {
+			mark := "absent"
+			if h.Found {
+				mark = "found "
+			}
+			fmt.Fprintf(stdout, "  %s  %-16s %s\n", mark, h.Name, h.Adds)
+			if h.Path != "" {
+				fmt.Fprintf(stdout, "          %-16s %s\n", "", h.Path)
+			}
+		}
 	}
 	if !r.OK() {
 		return 1
 	}
 	return 0
+}
+
+// helperInfo is one of airlock's helpers in doctor's report: found
+// (Path, where it is one beside this binary), and what it adds.
+type helperInfo struct {
+	Name  string `json:"name"`
+	Found bool   `json:"found"`
+	Path  string `json:"path,omitempty"`
+	Adds  string `json:"adds"`
+}
+
+// helperReport says which of airlock's helpers this binary has: those
+// scripts/build puts beside it (used only with a build token: helpers),
+// and the reaper built into it (a cgo build: nsjail.EmbeddedReaper).
+// Doctor runs in airlock-daemon for the slim CLI (daemon_slim.go): the
+// one directory holds both, and the slim CLI's sandboxes need
+// airlock-spawn as their reaper, which the dry run then tries.
+func helperReport() []helperInfo {
+	initPath, spawnPath := helpers()
+	daemon := ""
+	if exe, err := os.Executable(); err == nil && nsjail.BuildToken() != "" {
+		daemon = executableIn(filepath.Dir(exe), "airlock-daemon")
+	}
+	self := "this binary"
+	if exe, err := os.Executable(); err == nil {
+		self = exe
+	}
+	embedded := helperInfo{Name: "embedded reaper", Found: nsjail.EmbeddedReaper(),
+		Adds: "pid 1 of a sandbox when airlock-spawn is absent (built in with cgo)"}
+	if embedded.Found {
+		embedded.Path = self
+	}
+	return []helperInfo{
+		{Name: "airlock-init", Found: initPath != "", Path: initPath,
+			Adds: "a sandbox init without cgo: starts faster than this binary re-executed as the init"},
+		{Name: "airlock-spawn", Found: spawnPath != "", Path: spawnPath,
+			Adds: "creates each sandbox's namespaces so that airlock never forks itself, and is its pid 1: static, faster to start than the embedded reaper (the namespaces only with airlock-init)"},
+		{Name: "airlock-daemon", Found: daemon != "", Path: daemon,
+			Adds: "lets the CLI beside it be slim (no cgo: a faster start), compiling its seccomp filters and running serve and mcp"},
+		embedded,
+	}
 }
 
 // backendLines say which backend runs here, and what the process
@@ -219,8 +274,8 @@ func dryRun() (policy.Capability, []string, string) {
 		if initPath, _ := helpers(); initPath != "" {
 			init = initPath
 		}
-		c.Detail = fmt.Sprintf("namespaces %s, rootfs %s, seccomp %s (%d rules), limits %s, init %s, %d ms",
-			strings.Join(res.Enforced.Namespaces, ","), res.Enforced.Rootfs, res.Enforced.Seccomp, res.Enforced.SeccompRules, res.Enforced.Limits, init, res.WallTimeMS)
+		c.Detail = fmt.Sprintf("namespaces %s, rootfs %s, seccomp %s (%d rules), limits %s, init %s, pid 1 %s, %d ms",
+			strings.Join(res.Enforced.Namespaces, ","), res.Enforced.Rootfs, res.Enforced.Seccomp, res.Enforced.SeccompRules, res.Enforced.Limits, init, res.Enforced.Pid1, res.WallTimeMS)
 	}
 	return c, langs, packaging
 }

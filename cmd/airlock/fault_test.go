@@ -88,9 +88,10 @@ func (r *sandboxReport) confined(hostUID string, mounts int) error {
 			bad = append(bad, fmt.Sprintf("%s %q (want %s)", k, r.Status[k], want[k]))
 		}
 	}
-	// Its own procfs shows the pid in the sandbox's namespace only.
-	if ns := strings.Fields(r.Status["NSpid"]); len(ns) == 0 || ns[len(ns)-1] != "1" {
-		bad = append(bad, fmt.Sprintf("NSpid %q (want pid 1 of a namespace of its own)", r.Status["NSpid"]))
+	// Its own procfs shows the pid in the sandbox's namespace only, and
+	// not pid 1: that is the reaper, whose child it is.
+	if ns := strings.Fields(r.Status["NSpid"]); len(ns) != 1 || ns[0] == "1" {
+		bad = append(bad, fmt.Sprintf("NSpid %q (want one pid, of a namespace of its own, not 1: the reaper's child)", r.Status["NSpid"]))
 	}
 	if !slices.Equal(r.UIDMap, []string{"1000", hostUID, "1"}) || hostUID == "0" {
 		bad = append(bad, fmt.Sprintf("uid_map %v (want 1000 %s 1)", r.UIDMap, hostUID))
@@ -160,6 +161,10 @@ type inject struct {
 	hit            string // what the tampered call must show; "" = match
 	path           string // -P: tamper only with calls on this path ...
 	when           int    // ... counting only those (no calibration)
+	// next: the target is the anchor task's next call of syscall after
+	// the after call, which the clean run need not make (a failure's
+	// report on a thread that, clean, goes on to exec).
+	next bool
 }
 
 // target returns the ordinal strace's when= needs for in's target, and
@@ -172,6 +177,9 @@ func (in inject) target(calls []call) (tid, when int, ok bool) {
 		if !seen {
 			if strings.Contains(c.text, in.after) {
 				seen, anchor = true, c.tid
+				if in.next {
+					return c.tid, counts[[2]any{c.tid, in.syscall}] + 1, true
+				}
 			}
 			continue
 		}
@@ -198,6 +206,12 @@ type fault struct {
 	// per-thread strace ordinal cannot reach that load deterministically:
 	// the CLI's probes make seccomp calls of the same number first.
 	outer syscall.Errno
+}
+
+// programExec fails the program's exec (python3, as the init looks it
+// up) with errno.
+func programExec(errno string) inject {
+	return inject{syscall: "execve", errno: errno, path: "/usr/bin/python3", when: 1, hit: `/python3", ["python3"`}
 }
 
 func errInj(syscall, errno, match string) inject {
@@ -314,11 +328,16 @@ var faults = []fault{
 	// (The init retries the report, so one lost write still names the
 	// step.)
 	{name: "seccomp/load-report-lost", outer: unix.EPERM, inj: []inject{
-		{syscall: "write", errno: "EPIPE", after: "{len=", hit: `\0\0\0\7seccomp`}}, stage: "seccomp"},
-	{name: "execve/program-report-lost", inj: []inject{errInj("execve", "EACCES", `/python3", ["python3"`),
-		{syscall: "write", errno: "EPIPE", after: `/python3", ["python3"`, hit: `\0\0\0\4exec`}}, stage: "exec", exit: 126},
-	{name: "execve/program-eacces", inj: []inject{errInj("execve", "EACCES", `/python3", ["python3"`)}, stage: "exec", exit: 126},
-	{name: "execve/program-enoent", inj: []inject{errInj("execve", "ENOENT", `/python3", ["python3"`)}, stage: "exec", exit: 127},
+		{syscall: "write", errno: "EPIPE", after: "{len=", next: true, hit: `\0\0\0\7seccomp`}}, stage: "seccomp"},
+	// The reaper (pid 1) reports with sendto, retried as the init
+	// retries: its first report ("started") lost once, the run goes on.
+	// (Not with a failed exec: that one's -P would hide the sendto.)
+	{name: "sendto/reaper-report-lost", inj: []inject{
+		{syscall: "sendto", errno: "EPIPE", after: `["airlock-reaper"`, next: true, hit: `"\n\0\0\0\1\0`}}},
+	// The program's exec is the reaper's child's: its first exec of the
+	// program's path (-P).
+	{name: "execve/program-eacces", inj: []inject{programExec("EACCES")}, stage: "exec", exit: 126},
+	{name: "execve/program-enoent", inj: []inject{programExec("ENOENT")}, stage: "exec", exit: 127},
 }
 
 // faultHarness runs the CLI (this test binary, AIRLOCK_TEST_AS_CLI=1)

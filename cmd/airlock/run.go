@@ -659,10 +659,13 @@ func cliConfig(cache string) executor.Config {
 // helpers are the sandbox init and spawn helper airlock starts, beside
 // this binary when scripts/build made them (a build token set, so the
 // init checks that it belongs to this binary): airlock-init, which starts
-// faster than this binary re-executed (no C runtime, less Go), and with
-// it airlock-spawn (cmd/airlock-spawn), which creates the sandbox's
-// namespaces so that airlock never forks itself. "" for either: this
-// binary re-executed as the init, forked by airlock.
+// faster than this binary re-executed (no C runtime, less Go), and
+// airlock-spawn (cmd/airlock-spawn), the sandbox's pid 1, which with
+// airlock-init also creates the sandbox's namespaces so that airlock
+// never forks itself. "" for either: this binary re-executed as the
+// init, forked by airlock; its own embedded reaper as pid 1 (a cgo
+// build; the slim CLI, without cgo, refuses to run without airlock-spawn:
+// nsjail.CheckReaper).
 func helpers() (initPath, spawnPath string) {
 	if nsjail.BuildToken() == "" {
 		return "", ""
@@ -672,10 +675,7 @@ func helpers() (initPath, spawnPath string) {
 		return "", ""
 	}
 	dir := filepath.Dir(exe)
-	if initPath = executableIn(dir, "airlock-init"); initPath == "" {
-		return "", ""
-	}
-	return initPath, executableIn(dir, "airlock-spawn")
+	return executableIn(dir, "airlock-init"), executableIn(dir, "airlock-spawn")
 }
 
 // executableIn is dir/name if it is executable, else "".

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/internal/bpfprog"
@@ -225,7 +226,7 @@ func runInit(started int64) error {
 		return execWaitingReaper(reaperFD(cfg), cfg.Recycle)
 	}
 	// 8. Its rlimits, working directory and binary.
-	argv0, err := programSettings(&prog)
+	argv0, deferred, err := programSettings(&prog, cfg.Reaper)
 	if err != nil {
 		return err
 	}
@@ -245,7 +246,7 @@ func runInit(started int64) error {
 	// the sandbox's pid 1 (the process backend's subreaper) and runs the
 	// program as its child; without one, of the program.
 	if cfg.Reaper {
-		return execReaper(argv0, &prog, reaperFD(cfg), cfg.Process, llFD)
+		return execReaper(argv0, &prog, reaperFD(cfg), deferred, cfg.Process, llFD)
 	}
 	return stage("exec", unix.Exec(argv0, prog.Args, prog.Env))
 }
@@ -375,22 +376,30 @@ func confine(process bool, last int) error {
 // in the host's user namespace, which the init never has, so the order
 // with the capability drop does not matter. Setting NOFILE explicitly
 // also stops the Go runtime from restoring its own soft limit at exec.
-func programSettings(cfg *programConfig) (string, error) {
+// With a reaper, those that bound an exec's image (deferredToReaper) are
+// returned instead: the reaper sets them in its child.
+func programSettings(cfg *programConfig, reaper bool) (string, []Rlimit, error) {
+	var deferred []Rlimit
 	for _, r := range cfg.Rlimits {
+		if reaper && deferredToReaper(r.Resource) {
+			// One each: a later one replaces it, as a later setrlimit would.
+			deferred = append(slices.DeleteFunc(deferred, func(d Rlimit) bool { return d.Resource == r.Resource }), r)
+			continue
+		}
 		if err := stage("setrlimit", unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max})); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	// The working directory is set after pivot_root, inside the new root
 	// (jail), so it can never point into the host (CVE-2024-21626).
 	if err := stage("chdir", unix.Chdir(cfg.Dir)); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	argv0, err := lookPath(cfg.Args[0], cfg.Env)
 	if err != nil {
-		return "", stage("exec", err)
+		return "", nil, stage("exec", err)
 	}
-	return argv0, nil
+	return argv0, deferred, nil
 }
 
 // loadFilter loads the program's seccomp filter, if any, and checks that

@@ -113,16 +113,32 @@ func blockForwarded() (string, error) {
 	return strconv.FormatUint(uint64(old.Val[0]), 16), nil
 }
 
+// deferredToReaper says whether the program's limit of resource is left
+// to the reaper, which sets it in its child just before the program's
+// exec (spawn.c's parseMask): the data and address-space limits, which
+// bound an exec's image. The embedded reaper's (a cgo binary, whose bss
+// holds 32 MiB of Go's heap index) is far larger than a small program's:
+// under a small RLIMIT_DATA its exec failed (SIGSEGV) where
+// airlock-spawn's ran.
+func deferredToReaper(resource int) bool {
+	return resource == unix.RLIMIT_DATA || resource == unix.RLIMIT_AS
+}
+
 // execReaper execs the reaper from reaperFD with the status socket; the
-// reaper starts the program argv0 (and reports "started", or why not).
-// process is the process backend's reaper (spawn.c's "p" mode), with the
-// Landlock ruleset llFD (or -1) its child applies before the program's
-// exec, and its supervisor's pid, the parent it must still have once its
-// own parent-death signal is set. It returns only on failure.
-func execReaper(argv0 string, prog *programConfig, reaperFD int, process bool, llFD int) error {
+// reaper starts the program argv0 (and reports "started", or why not),
+// setting the deferred limits in its child first (after the mask, as
+// ",RESOURCE:CUR:MAX" in hex). process is the process backend's reaper
+// (spawn.c's "p" mode), with the Landlock ruleset llFD (or -1) its child
+// applies before the program's exec, and its supervisor's pid, the
+// parent it must still have once its own parent-death signal is set. It
+// returns only on failure.
+func execReaper(argv0 string, prog *programConfig, reaperFD int, deferred []Rlimit, process bool, llFD int) error {
 	mask, err := blockForwarded()
 	if err != nil {
 		return stage("exec reaper", err)
+	}
+	for _, r := range deferred {
+		mask += "," + strconv.FormatUint(uint64(r.Resource), 16) + ":" + strconv.FormatUint(r.Cur, 16) + ":" + strconv.FormatUint(r.Max, 16)
 	}
 	if _, err := unix.FcntlInt(statusFD, unix.F_SETFD, 0); err != nil {
 		return stage("exec reaper", err)

@@ -158,7 +158,7 @@ func seccompCheck() policy.Capability {
 	}
 	switch {
 	case lib == "":
-		c.Fix = "build airlock with CGO_ENABLED=1 and libseccomp-dev"
+		c.Fix = "build airlock with CGO_ENABLED=1 and libseccomp-dev (which also builds in the sandbox's reaper), or load filters that airlock-daemon compiled (executor.Config.SeccompCacheDir) and start sandboxes with its airlock-spawn (Config.SpawnPath)"
 	case outer:
 		c.Fix = "allow seccomp(2) in the filter this process runs under (a container runtime's profile: docker's and podman's default profiles allow it; a custom --security-opt seccomp=FILE, or a systemd unit's SystemCallFilter=, may not), or run airlock outside it"
 	case slices.Contains(missing, "kill_process") || slices.Contains(missing, "errno"):
