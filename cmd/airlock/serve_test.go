@@ -55,7 +55,11 @@ func (l *lockedBuffer) String() string {
 // tcpAddr is the address of s's TCP listener, from its log.
 func (s *served) tcpAddr(t *testing.T) string {
 	t.Helper()
-	m := regexp.MustCompile(`msg=listening address=tcp:(127\.0\.0\.1:[0-9]+)`).FindStringSubmatch(s.stderr.String())
+	// serve may answer on its socket before its log line for the TCP
+	// listener reaches the pipe: wait for it, bounded.
+	re := regexp.MustCompile(`msg=listening address=tcp:(127\.0\.0\.1:[0-9]+)`)
+	var m []string
+	testutil.WaitFor(10*time.Second, func() bool { m = re.FindStringSubmatch(s.stderr.String()); return m != nil })
 	if m == nil {
 		t.Fatalf("no TCP listener in the log:\n%s", s.stderr)
 	}
