@@ -262,6 +262,16 @@ func TestDescriptionsBackground(t *testing.T) {
 	if in := cs.InitializeResult().Instructions; !strings.Contains(in, "killed when its call returns") {
 		t.Errorf("the instructions do not say it: %q", in)
 	}
+	// What they say holds: a sleep left in the background by one call is
+	// not there in the next.
+	_, out := call(t, cs, "session_open", nil)
+	id := out["session"].(string)
+	if r, out := call(t, cs, "session_run", map[string]any{"session": id, "command": "sleep 1000 & echo started"}); r.IsError || out["stdout"] != "started\n" {
+		t.Fatalf("sleep in the background: %v %s", out, textOf(r))
+	}
+	if r, out := call(t, cs, "session_run", map[string]any{"session": id, "command": "ps -e -o comm= | grep -cx sleep"}); r.IsError || out["stdout"] != "0\n" {
+		t.Fatalf("the background sleep outlived its call: %v %s", out, textOf(r))
+	}
 }
 
 // Every name REST takes for a language, aliases included, is in the

@@ -188,7 +188,7 @@ func (m *MCP) addTools() error {
 	} else if m.open {
 		net = "network: " + string(p.Network())
 	}
-	limits := fmt.Sprintf("Limits: %v, %d MiB of memory, %s; at most %d KiB of stdout and stderr in the result (capabilities lists all).", served, p.MemoryLimit()>>20, net, m.cfg.MaxReturn>>10)
+	limits := fmt.Sprintf("Limits: %v a run (timeout), %d MiB of memory, %s; at most %d KiB of stdout and stderr in the result (capabilities lists all).", served, p.MemoryLimit()>>20, net, m.cfg.MaxReturn>>10)
 	addTool(m, &sdk.Tool{Name: "run_code", InputSchema: runSchema, Annotations: ann("Run code in a fresh sandbox", false, m.open, !m.open, m.open),
 		Description: "Runs code in a fresh, isolated sandbox (languages: " + strings.Join(names, ", ") + ") and returns its exit status, stdout and stderr. " +
 			"The sandbox ends with the call: files it writes are discarded (use a session to keep them). " + background + " " + limits}, m.runCode)
@@ -197,7 +197,7 @@ func (m *MCP) addTools() error {
 			"Each run is a fresh sandbox over it: only the files in /workspace persist. At most %d sessions open per connection; close it with session_close when done.", m.cfg.MaxSessions)}, m.sessionOpen)
 	addTool(m, &sdk.Tool{Name: "session_run", InputSchema: sessRunSchema, Annotations: ann("Run in a session", false, true, false, m.open),
 		Description: "Runs a shell command (command, by bash) or code (language and code) in a fresh sandbox over the session's /workspace, its working directory. " +
-			"Only files under /workspace persist to later calls; the shell's state (cd, variables), files elsewhere (/tmp, installed packages) and processes do not. " +
+			"Only files under /workspace ($HOME) persist to later calls; the shell's state (cd, variables), /tmp and processes do not, and the rest of the file system is read-only. " +
 			background + fmt.Sprintf(" Output past %d KiB is cut in the result and saved whole in the workspace (output_note says where).", m.cfg.MaxReturn>>10)}, m.sessionRun)
 	addTool(m, &sdk.Tool{Name: "session_close", Annotations: ann("Close a session", false, true, true, false),
 		Description: "Closes a session and deletes its workspace and every file in it."}, m.sessionClose)
