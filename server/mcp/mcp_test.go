@@ -337,6 +337,12 @@ func TestSessionRunTimeout(t *testing.T) {
 	if r.IsError || out["status"] != "timeout" || out["stdout"] != "started\n" || !strings.Contains(textOf(r), "timeout") {
 		t.Fatalf("sleep 30 with timeout 1: %v %s", out, textOf(r))
 	}
+	// The run's timeout, not the session's, ended it: a program that
+	// ends well within the session's 20 s is killed too.
+	r, out = call(t, cs, "session_run", map[string]any{"session": id, "command": "sleep 10; echo late", "timeout": 1})
+	if r.IsError || out["status"] != "timeout" || out["stdout"] != "" {
+		t.Fatalf("sleep 10 with timeout 1: %v %s", out, textOf(r))
+	}
 	r, out = call(t, cs, "session_run", map[string]any{"session": id, "command": "echo in time", "timeout": 10})
 	if r.IsError || out["status"] != "ok" || out["stdout"] != "in time\n" {
 		t.Fatalf("a run within its timeout: %v %s", out, textOf(r))
