@@ -236,6 +236,10 @@ func (s *Server) Policy() policy.Policy { return s.pol }
 // LanguageNames lists the installed languages.
 func (s *Server) LanguageNames() []string { return s.languageNames() }
 
+// Languages lists the installed languages with their aliases: every name
+// a request's language may give.
+func (s *Server) Languages() []executor.Language { return s.ex.Languages() }
+
 // runObserved runs req (in sess when not nil) and counts it in the
 // metrics: the one execution of every route, HTTP or direct.
 func (s *Server) runObserved(ctx context.Context, kind string, req executor.Request, sess *executor.Session) (*executor.Result, error) {

@@ -1,6 +1,8 @@
 // The official MCP TypeScript SDK client (npm @modelcontextprotocol/sdk)
-// against `airlock mcp`: list the tools, run python, node and bash, open
-// a session, write a file, run a command that reads it, cancel a
+// against `airlock mcp`: list the tools (their annotations, the
+// javascript alias), run python, node (also as javascript) and bash,
+// open a session, write a file, run a command that reads it, time out a
+// sleeping session_run (status timeout), cancel a
 // sleeping run and check from the host (/proc) that its sandbox is gone
 // within 1 s, close the session. Bad input: an unknown tool, schema
 // violations, paths out of the workspace (../, absolute, planted
@@ -61,8 +63,12 @@ const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
 const want = ['capabilities', 'list_files', 'read_file', 'run_code', 'session_close', 'session_open', 'session_run', 'write_file'];
 check(JSON.stringify(names) === JSON.stringify(want), 'tools/list: ' + names.join(' '), names);
-check(tools.every((t) => t.inputSchema && t.outputSchema && t.annotations && t.annotations.readOnlyHint === false),
-  'every tool has input and output schemas and readOnlyHint false', tools);
+const readOnly = ['capabilities', 'list_files', 'read_file'];
+check(tools.every((t) => t.inputSchema && t.outputSchema && t.annotations && t.annotations.readOnlyHint === readOnly.includes(t.name)),
+  'every tool has input and output schemas, and readOnlyHint true only on ' + readOnly.join(', '), tools);
+const runCode = tools.find((t) => t.name === 'run_code');
+check(runCode && runCode.inputSchema.properties.language.enum.includes('javascript') && /killed when the call returns/.test(runCode.description),
+  'run_code takes javascript and says a background process dies with the call', runCode);
 
 // callTool validates structuredContent against the tool's output schema.
 async function call(name, args, opts) {
@@ -72,6 +78,7 @@ async function call(name, args, opts) {
 for (const [language, code, want] of [
   ['python', 'import sys; print("hello from python", sys.argv[1])', 'hello from python 1\n'],
   ['node', 'console.log("hello from node", process.argv.at(-1))', 'hello from node 1\n'],
+  ['javascript', 'console.log("hello from javascript", process.argv.at(-1))', 'hello from javascript 1\n'],
   ['bash', 'echo "hello from bash $1"', 'hello from bash 1\n'],
 ]) {
   const r = await call('run_code', { language, code, args: ['1'] });
@@ -90,6 +97,8 @@ const wrote = await call('write_file', { session: id, path: 'notes/in.txt', cont
 check(!wrote.isError && wrote.structuredContent.size === 22, 'write_file', wrote);
 const ran = await call('session_run', { session: id, command: 'cat notes/in.txt; wc -c < notes/in.txt' });
 check(!ran.isError && ran.structuredContent.stdout === 'written by the client\n22\n', 'session_run reads the file', ran);
+const slow = await call('session_run', { session: id, command: 'sleep 30', timeout: 1 });
+check(!slow.isError && slow.structuredContent.status === 'timeout', 'session_run of sleep 30 with timeout 1: status timeout', slow);
 const res = await client.readResource({ uri: `airlock://session/${id}/notes/in.txt` });
 check(res.contents[0].text === 'written by the client\n', 'resources/read airlock://session/{id}/notes/in.txt', res);
 const escape = await call('read_file', { session: id, path: '../../etc/passwd' });
@@ -118,7 +127,7 @@ function refusal(r, field, what) {
   return check(r.isError && e.class === 'invalid' && e.retryable === false && e.field === field && /do not retry as is/.test(text) && !JSON.stringify(r).includes(secret),
     `${what}: isError, invalid, field ${field}: ${e.message}`, r);
 }
-refusal(await call('session_run', { session: id, command: `touch ran-${tag}`, timeout: 5 }), 'timeout', 'a schema violation (an unknown argument)');
+refusal(await call('session_run', { session: id, command: `touch ran-${tag}`, background: true }), 'background', 'a schema violation (an unknown argument)');
 refusal(await call('run_code', { language: 'cobol', code: `touch ran-${tag}` }), 'language', 'a schema violation (a language not in the enum)');
 refusal(await call('run_code', { language: 'bash', code: 'true', files: [{ name: `../ran-${tag}`, content: 'x' }] }), 'files', 'run_code with a file named ../');
 refusal(await call('write_file', { session: id, path: `${up}/dotdot-${tag}`, content: 'x' }), 'path', 'write_file ../ out to the host directory');

@@ -11,7 +11,12 @@
 //   - run_code: language, code, stdin, args, timeout, files; one fresh
 //     sandbox.
 //   - session_open, session_run (a shell command, or code in a
-//     language), session_close: a workspace kept across runs.
+//     language; a timeout), session_close: a workspace kept across runs.
+//
+// language is an enum of every name the REST routes take, aliases
+// included (server.Languages). Each call is a sandbox of its own: a
+// process left in the background dies with its call, as the run tools'
+// descriptions say.
 //   - read_file, write_file, list_files: a session's workspace, without
 //     running anything (paths are relative to /workspace; nothing
 //     outside it is reachable: no "..", no absolute path, no link).
@@ -20,9 +25,10 @@
 //
 // Each tool has an input and an output schema; a call's result carries
 // the structured output and a readable text block. Annotations are
-// honest: no tool is read-only (each runs a sandbox or touches a
-// workspace), and openWorldHint is set only when the served policy lets
-// programs reach a network beyond the sandbox.
+// true to each tool: read_file, list_files and capabilities are
+// read-only; a run never is; openWorldHint (and, for run_code,
+// destructiveHint) is set only when the served policy lets programs
+// reach a network beyond the sandbox.
 //
 // A session's files are also resources, airlock://session/{id}/{path}
 // (a resource template), readable by the connection that opened it.

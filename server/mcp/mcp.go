@@ -61,8 +61,8 @@ type conn struct {
 	runs   chan struct{} // one per run going
 
 	mu       sync.Mutex
-	sessions map[string]bool
-	saved    int // output files saved so far
+	sessions map[string]time.Duration // each open session's timeout of a run
+	saved    int                      // output files saved so far
 }
 
 // New returns an MCP for cfg.
@@ -106,6 +106,7 @@ func New(cfg Config) (*MCP, error) {
 
 const instructions = `airlock runs code and shell commands in a Linux sandbox (namespaces, seccomp, cgroups): no access to the host's files, network only as the served policy allows.
 Use run_code for one-off code; session_open, then session_run/write_file/read_file/list_files to keep files across runs, and session_close when done. capabilities lists the languages and limits.
+Each run is a sandbox of its own: a process left in the background is killed when its call returns, so nothing (a server, a watcher) keeps running between calls.
 A program's failure (non-zero exit, timeout) is a normal result; a refused call is an error result that says whether retrying can help.`
 
 // Server is the SDK server: run it over stdio (Server().Run(ctx,
@@ -146,7 +147,7 @@ func (m *MCP) conn(ss *sdk.ServerSession) (*conn, error) {
 	if c := m.conns[ss]; c != nil {
 		return c, nil
 	}
-	c := &conn{runs: make(chan struct{}, m.cfg.MaxRuns), sessions: map[string]bool{}}
+	c := &conn{runs: make(chan struct{}, m.cfg.MaxRuns), sessions: map[string]time.Duration{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	m.conns[ss] = c
 	ended := make(chan struct{})
@@ -173,7 +174,7 @@ func (m *MCP) end(c *conn) {
 	c.cancel()
 	c.mu.Lock()
 	ids := c.sessions
-	c.sessions = map[string]bool{}
+	c.sessions = map[string]time.Duration{}
 	c.mu.Unlock()
 	for id := range ids {
 		m.srv.CloseSession(id)
@@ -206,10 +207,18 @@ func (m *MCP) startRun(ctx context.Context, c *conn) (context.Context, func(), e
 
 // owns checks that id is a session of c.
 func (c *conn) owns(id string) error {
+	_, err := c.runTimeout(id)
+	return err
+}
+
+// runTimeout is the timeout of a run in c's session id: session_open's,
+// or the served one.
+func (c *conn) runTimeout(id string) (time.Duration, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.sessions[id] {
-		return policy.Invalid("session", "no open session %q on this connection (closed, timed out idle, or never made: session_open makes one)", id)
+	t, ok := c.sessions[id]
+	if !ok {
+		return 0, policy.Invalid("session", "no open session %q on this connection (closed, timed out idle, or never made: session_open makes one)", id)
 	}
-	return nil
+	return t, nil
 }

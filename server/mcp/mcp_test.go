@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -169,10 +170,6 @@ func TestToolsListed(t *testing.T) {
 		if tool.InputSchema == nil || tool.OutputSchema == nil {
 			t.Errorf("%s: input schema %v, output schema %v", name, tool.InputSchema != nil, tool.OutputSchema != nil)
 		}
-		a := tool.Annotations
-		if a == nil || a.ReadOnlyHint || a.OpenWorldHint == nil || *a.OpenWorldHint {
-			t.Errorf("%s: annotations %+v: want readOnlyHint false and openWorldHint false (the default policy has no network)", name, a)
-		}
 		if tool.Description == "" {
 			t.Errorf("%s: no description", name)
 		}
@@ -183,6 +180,186 @@ func TestToolsListed(t *testing.T) {
 	b, _ := json.Marshal(got["run_code"].InputSchema)
 	if !strings.Contains(string(b), `"python"`) || !strings.Contains(string(b), `"required":["language","code"]`) {
 		t.Errorf("run_code's input schema: %s", b)
+	}
+}
+
+// Each tool's annotations are true to what it does: the tools that
+// change nothing are read-only; a run is not, and with the default
+// policy (no network) it reaches nothing beyond its sandbox; a session's
+// run and the file writes may replace files (destructive), run_code's
+// fresh sandbox leaves nothing behind. With a network, a run is open
+// world and may change it.
+func TestToolAnnotations(t *testing.T) {
+	type hints struct{ readOnly, destructive, idempotent, openWorld bool }
+	for _, c := range []struct {
+		net  policy.Net
+		want map[string]hints
+	}{
+		{policy.NetNone, map[string]hints{
+			"run_code":      {false, false, true, false},
+			"session_open":  {false, false, false, false},
+			"session_run":   {false, true, false, false},
+			"session_close": {false, true, true, false},
+			"read_file":     {true, false, true, false},
+			"write_file":    {false, true, true, false},
+			"list_files":    {true, false, true, false},
+			"capabilities":  {true, false, true, false},
+		}},
+		{policy.NetHost, map[string]hints{
+			"run_code":      {false, true, false, true},
+			"session_open":  {false, false, false, false},
+			"session_run":   {false, true, false, true},
+			"session_close": {false, true, true, false},
+			"read_file":     {true, false, true, false},
+			"write_file":    {false, true, true, false},
+			"list_files":    {true, false, true, false},
+			"capabilities":  {true, false, true, false},
+		}},
+	} {
+		e := startWith(t, func(sc *server.Config) { sc.Policy.Net = c.net }, nil)
+		res, err := e.connect(t, nil).ListTools(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Tools) != len(c.want) {
+			t.Errorf("net %s: %d tools, want %d", c.net, len(res.Tools), len(c.want))
+		}
+		for _, tool := range res.Tools {
+			a, want := tool.Annotations, c.want[tool.Name]
+			if a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil || a.Title == "" {
+				t.Errorf("net %s: %s: annotations %+v: want every hint set and a title", c.net, tool.Name, a)
+				continue
+			}
+			if got := (hints{a.ReadOnlyHint, *a.DestructiveHint, a.IdempotentHint, *a.OpenWorldHint}); got != want {
+				t.Errorf("net %s: %s: {readOnly destructive idempotent openWorld} %+v, want %+v", c.net, tool.Name, got, want)
+			}
+		}
+	}
+}
+
+// The tools that run a program say that a process left in the
+// background dies with the call (no later call can reach it), and the
+// server's instructions say it too.
+func TestDescriptionsBackground(t *testing.T) {
+	e := start(t, nil)
+	cs := e.connect(t, nil)
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := 0
+	for _, tool := range res.Tools {
+		if tool.Name == "run_code" || tool.Name == "session_run" {
+			if !strings.Contains(tool.Description, "in the background") || !strings.Contains(tool.Description, "is killed when the call returns") {
+				t.Errorf("%s's description does not say a background process dies with the call: %q", tool.Name, tool.Description)
+			}
+			said++
+		}
+	}
+	if said != 2 {
+		t.Errorf("%d of run_code and session_run listed", said)
+	}
+	if in := cs.InitializeResult().Instructions; !strings.Contains(in, "killed when its call returns") {
+		t.Errorf("the instructions do not say it: %q", in)
+	}
+	// What they say holds: a sleep left in the background by one call is
+	// not there in the next.
+	_, out := call(t, cs, "session_open", nil)
+	id := out["session"].(string)
+	if r, out := call(t, cs, "session_run", map[string]any{"session": id, "command": "sleep 1000 & echo started"}); r.IsError || out["stdout"] != "started\n" {
+		t.Fatalf("sleep in the background: %v %s", out, textOf(r))
+	}
+	if r, out := call(t, cs, "session_run", map[string]any{"session": id, "command": "ps -e -o comm= | grep -cx sleep"}); r.IsError || out["stdout"] != "0\n" {
+		t.Fatalf("the background sleep outlived its call: %v %s", out, textOf(r))
+	}
+}
+
+// Every name REST takes for a language, aliases included, is in the
+// run tools' language enum and description, and runs: javascript runs
+// node, through run_code and session_run.
+func TestLanguageAliases(t *testing.T) {
+	testutil.RequireBinary(t, "node")
+	e := start(t, nil)
+	cs := e.connect(t, nil)
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name != "run_code" && tool.Name != "session_run" {
+			continue
+		}
+		b, _ := json.Marshal(tool.InputSchema)
+		var s struct {
+			Properties map[string]struct {
+				Description string `json:"description"`
+				Enum        []string
+			}
+		}
+		json.Unmarshal(b, &s)
+		lang := s.Properties["language"]
+		for _, l := range e.srv.Languages() {
+			for _, n := range append([]string{l.Name}, l.Aliases...) {
+				if !slices.Contains(lang.Enum, n) || !strings.Contains(lang.Description, n) {
+					t.Errorf("%s: language %q not in the enum %v or the description %q", tool.Name, n, lang.Enum, lang.Description)
+				}
+			}
+		}
+		if !slices.Contains(lang.Enum, "javascript") {
+			t.Errorf("%s: javascript not in the enum %v", tool.Name, lang.Enum)
+		}
+	}
+	const code = "console.log('js', process.argv.at(-1), 6 * 7)"
+	r, out := call(t, cs, "run_code", map[string]any{"language": "javascript", "code": code, "args": []string{"a"}})
+	if r.IsError || out["status"] != "ok" || out["stdout"] != "js a 42\n" {
+		t.Fatalf("run_code javascript: %v %s", out, textOf(r))
+	}
+	_, out = call(t, cs, "session_open", nil)
+	id := out["session"].(string)
+	for _, lang := range []string{"javascript", "js", "nodejs"} {
+		r, out = call(t, cs, "session_run", map[string]any{"session": id, "language": lang, "code": code, "args": []string{lang}})
+		if r.IsError || out["status"] != "ok" || out["stdout"] != "js "+lang+" 42\n" {
+			t.Fatalf("session_run %s: %v %s", lang, out, textOf(r))
+		}
+	}
+}
+
+// session_run's timeout: a run past it is killed, status timeout (a
+// normal result, as run_code's), and the session goes on; one above the
+// session's timeout, or not a positive number, is refused and runs
+// nothing.
+func TestSessionRunTimeout(t *testing.T) {
+	e := start(t, nil)
+	cs := e.connect(t, nil)
+	_, out := call(t, cs, "session_open", map[string]any{"timeout": 20})
+	id := out["session"].(string)
+	r, out := call(t, cs, "session_run", map[string]any{"session": id, "command": "echo started; sleep 30; touch late", "timeout": 1})
+	if r.IsError || out["status"] != "timeout" || out["stdout"] != "started\n" || !strings.Contains(textOf(r), "timeout") {
+		t.Fatalf("sleep 30 with timeout 1: %v %s", out, textOf(r))
+	}
+	// The run's timeout, not the session's, ended it: a program that
+	// ends well within the session's 20 s is killed too.
+	r, out = call(t, cs, "session_run", map[string]any{"session": id, "command": "sleep 10; echo late", "timeout": 1})
+	if r.IsError || out["status"] != "timeout" || out["stdout"] != "" {
+		t.Fatalf("sleep 10 with timeout 1: %v %s", out, textOf(r))
+	}
+	r, out = call(t, cs, "session_run", map[string]any{"session": id, "command": "echo in time", "timeout": 10})
+	if r.IsError || out["status"] != "ok" || out["stdout"] != "in time\n" {
+		t.Fatalf("a run within its timeout: %v %s", out, textOf(r))
+	}
+	for _, c := range []struct {
+		timeout float64
+		why     string
+	}{{21, "above the session's timeout"}, {-1, "negative"}, {1e5, "above the served timeout"}} {
+		r, out := call(t, cs, "session_run", map[string]any{"session": id, "command": "touch refused", "timeout": c.timeout})
+		if info := errorOf(t, r, out); info.Class != policy.ClassInvalid || info.Retryable || info.Field != "timeout" || out["status"] != "error" {
+			t.Errorf("timeout %v (%s): %+v %s", c.timeout, c.why, info, textOf(r))
+		}
+	}
+	for _, f := range []string{"late", "refused"} {
+		if r, out := call(t, cs, "read_file", map[string]any{"session": id, "path": f}); !r.IsError {
+			t.Errorf("%s exists: the killed run went on, or a refused one ran: %v", f, out)
+		}
 	}
 }
 
@@ -230,7 +407,8 @@ func TestRunCode(t *testing.T) {
 		{"run_code", map[string]any{"language": "cobol", "code": "x"}, "language"},
 		{"run_code", map[string]any{"language": "bash", "code": 7}, "code"},
 		{"run_code", map[string]any{"language": "bash", "code": "touch ran", "rm": true}, "rm"},
-		{"session_run", map[string]any{"session": id, "command": "touch ran", "timeout": 1}, "timeout"},
+		{"session_run", map[string]any{"session": id, "command": "touch ran", "background": true}, "background"},
+		{"session_run", map[string]any{"session": id, "command": "touch ran", "timeout": "1s"}, "timeout"},
 		{"session_run", map[string]any{"session": id, "command": []string{"touch", "ran"}}, "command"},
 		{"write_file", map[string]any{"session": id, "path": 1, "content": "x"}, "path"},
 		{"list_files", map[string]any{}, "session"},

@@ -8,9 +8,11 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/server"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -26,11 +28,11 @@ type FileIn struct {
 
 // RunCodeIn is run_code's input.
 type RunCodeIn struct {
-	Language string   `json:"language" jsonschema:"the language of code (see capabilities)"`
+	Language string   `json:"language"` // described in addTools
 	Code     string   `json:"code" jsonschema:"the program's source"`
-	Stdin    string   `json:"stdin,omitempty" jsonschema:"the program's standard input"`
-	Args     []string `json:"args,omitempty" jsonschema:"the program's arguments"`
-	Timeout  float64  `json:"timeout,omitempty" jsonschema:"wall-clock limit in seconds; default and maximum: the served timeout"`
+	Stdin    string   `json:"stdin,omitempty" jsonschema:"the program's standard input (text)"`
+	Args     []string `json:"args,omitempty" jsonschema:"the program's command-line arguments"`
+	Timeout  float64  `json:"timeout,omitempty"` // described in addTools
 	Files    []FileIn `json:"files,omitempty" jsonschema:"files written into /workspace (the program's working directory) first"`
 }
 
@@ -56,9 +58,9 @@ type RunOut struct {
 
 // SessionOpenIn is session_open's input.
 type SessionOpenIn struct {
-	Timeout     float64           `json:"timeout,omitempty" jsonschema:"each run's wall-clock limit in seconds; default and maximum: the served timeout"`
-	IdleTimeout float64           `json:"idle_timeout,omitempty" jsonschema:"seconds without use after which the session closes itself; default and maximum: the server's"`
-	Env         map[string]string `json:"env,omitempty" jsonschema:"environment variables of every run"`
+	Timeout     float64           `json:"timeout,omitempty"`      // described in addTools
+	IdleTimeout float64           `json:"idle_timeout,omitempty"` // described in addTools
+	Env         map[string]string `json:"env,omitempty" jsonschema:"environment variables of every run in the session"`
 }
 
 // SessionOut is the output of session_open and session_close.
@@ -74,10 +76,11 @@ type SessionOut struct {
 type SessionRunIn struct {
 	Session  string   `json:"session" jsonschema:"the id session_open returned"`
 	Command  string   `json:"command,omitempty" jsonschema:"a shell command line, run by bash in /workspace (give this, or language and code)"`
-	Language string   `json:"language,omitempty" jsonschema:"the language of code"`
-	Code     string   `json:"code,omitempty"`
-	Stdin    string   `json:"stdin,omitempty"`
-	Args     []string `json:"args,omitempty" jsonschema:"arguments of code"`
+	Language string   `json:"language,omitempty"` // described in addTools
+	Code     string   `json:"code,omitempty" jsonschema:"the program's source (with language)"`
+	Stdin    string   `json:"stdin,omitempty" jsonschema:"the program's standard input (text)"`
+	Args     []string `json:"args,omitempty" jsonschema:"command-line arguments of code (a command has its own in its command line)"`
+	Timeout  float64  `json:"timeout,omitempty"` // described in addTools
 }
 
 // SessionIn is session_close's and list_files' input.
@@ -87,7 +90,7 @@ type SessionIn struct {
 
 // ReadFileIn is read_file's input.
 type ReadFileIn struct {
-	Session string `json:"session"`
+	Session string `json:"session" jsonschema:"the id session_open returned"`
 	Path    string `json:"path" jsonschema:"path relative to /workspace"`
 }
 
@@ -104,9 +107,9 @@ type FileOut struct {
 
 // WriteFileIn is write_file's input.
 type WriteFileIn struct {
-	Session  string `json:"session"`
+	Session  string `json:"session" jsonschema:"the id session_open returned"`
 	Path     string `json:"path" jsonschema:"path relative to /workspace; parent directories are made"`
-	Content  string `json:"content"`
+	Content  string `json:"content" jsonschema:"the file's whole content (text, or as encoding says)"`
 	Encoding string `json:"encoding,omitempty" jsonschema:"encoding of content: utf8 (default), base64 or hex"`
 }
 
@@ -133,7 +136,13 @@ type ConnLimits struct {
 const maxListed = 1000
 
 func (m *MCP) addTools() error {
-	langs := m.srv.LanguageNames()
+	p := m.srv.Policy()
+	served := time.Duration(p.Timeout)
+	langs := m.srv.Languages()
+	var names []string
+	for _, l := range langs {
+		names = append(names, l.Name)
+	}
 	runSchema, err := jsonschema.For[RunCodeIn](nil)
 	if err != nil {
 		return fmt.Errorf("mcp: BUG: run_code schema: %w", err)
@@ -142,33 +151,64 @@ func (m *MCP) addTools() error {
 	if err != nil {
 		return fmt.Errorf("mcp: BUG: session_run schema: %w", err)
 	}
+	openSchema, err := jsonschema.For[SessionOpenIn](nil)
+	if err != nil {
+		return fmt.Errorf("mcp: BUG: session_open schema: %w", err)
+	}
+	// language: every name a request may give (executor's one table, as
+	// the REST routes take it: names and aliases), as an enum and said.
+	langDesc := "the language of code: " + languagesText(langs)
 	for _, s := range []*jsonschema.Schema{runSchema, sessRunSchema} {
-		for _, l := range langs {
-			s.Properties["language"].Enum = append(s.Properties["language"].Enum, l)
+		l := s.Properties["language"]
+		l.Description = langDesc
+		for _, lang := range langs {
+			for _, n := range slices.Concat([]string{lang.Name}, lang.Aliases) {
+				l.Enum = append(l.Enum, n)
+			}
 		}
 	}
-	ann := func(title string, idempotent bool) *sdk.ToolAnnotations {
-		destructive := true
-		return &sdk.ToolAnnotations{Title: title, ReadOnlyHint: false, DestructiveHint: &destructive, IdempotentHint: idempotent, OpenWorldHint: &m.open}
+	runSchema.Properties["timeout"].Description = fmt.Sprintf("wall-clock limit of the run in seconds; default and maximum %v (the served timeout)", served)
+	sessRunSchema.Properties["timeout"].Description = fmt.Sprintf("wall-clock limit of this run in seconds; default and maximum the session's timeout (session_open's, at most %v); on expiry the run is killed, status timeout", served)
+	openSchema.Properties["timeout"].Description = fmt.Sprintf("each run's wall-clock limit in seconds; default and maximum %v (the served timeout)", served)
+	openSchema.Properties["idle_timeout"].Description = "seconds without a call on the session after which it closes itself and deletes its files; default and maximum the server's (capabilities: server.session_idle)"
+	// Annotations, true to what each tool does. A run executes arbitrary
+	// code: never read-only; with a network beyond the sandbox it may
+	// change the world outside (destructive, not idempotent, open world),
+	// without one nothing it does outlives its sandbox but the files of
+	// a session. The file tools and session_open/close touch only a
+	// session's workspace; read_file, list_files and capabilities change
+	// nothing.
+	ann := func(title string, readOnly, destructive, idempotent, open bool) *sdk.ToolAnnotations {
+		return &sdk.ToolAnnotations{Title: title, ReadOnlyHint: readOnly, DestructiveHint: &destructive, IdempotentHint: idempotent, OpenWorldHint: &open}
 	}
-	closed := false
-	local := func(title string, destructive, idempotent bool) *sdk.ToolAnnotations {
-		return &sdk.ToolAnnotations{Title: title, DestructiveHint: &destructive, IdempotentHint: idempotent, OpenWorldHint: &closed}
+	background := "A process left running in the background (cmd &, nohup, a server) is killed when the call returns: nothing runs between calls, so start a server and use it within one call."
+	net := "no network"
+	if p.Network() == policy.NetLoopback {
+		net = "only the sandbox's own loopback network"
+	} else if m.open {
+		net = "network: " + string(p.Network())
 	}
-	addTool(m, &sdk.Tool{Name: "run_code", InputSchema: runSchema, Annotations: ann("Run code in a fresh sandbox", false),
-		Description: "Runs code in a fresh, isolated sandbox (languages: " + strings.Join(langs, ", ") + ") and returns its exit status, stdout and stderr. Files written there are discarded; use a session to keep them."}, m.runCode)
-	addTool(m, &sdk.Tool{Name: "session_open", Annotations: local("Open a sandbox session", false, false),
-		Description: "Opens a session: a /workspace kept across runs (each run is a fresh sandbox over it). Returns its id. Close it with session_close."}, m.sessionOpen)
-	addTool(m, &sdk.Tool{Name: "session_run", InputSchema: sessRunSchema, Annotations: ann("Run in a session", false),
-		Description: "Runs a shell command (command), or code (language, code), in a fresh sandbox over the session's /workspace, its working directory."}, m.sessionRun)
-	addTool(m, &sdk.Tool{Name: "session_close", Annotations: local("Close a session", true, true),
-		Description: "Closes a session and deletes its workspace."}, m.sessionClose)
-	addTool(m, &sdk.Tool{Name: "read_file", Annotations: local("Read a session file", false, true),
-		Description: "Reads a file of a session's /workspace (a path relative to it)."}, m.readFile)
-	addTool(m, &sdk.Tool{Name: "write_file", Annotations: local("Write a session file", true, true),
-		Description: "Creates or replaces a file of a session's /workspace (a path relative to it), without running anything."}, m.writeFile)
-	addTool(m, &sdk.Tool{Name: "list_files", Annotations: local("List session files", false, true),
-		Description: "Lists the files of a session's /workspace with their sizes."}, m.listFiles)
+	limits := fmt.Sprintf("Limits: %v a run (timeout), %d MiB of memory, %s; at most %d KiB of stdout and stderr in the result (capabilities lists all).", served, p.MemoryLimit()>>20, net, m.cfg.MaxReturn>>10)
+	addTool(m, &sdk.Tool{Name: "run_code", InputSchema: runSchema, Annotations: ann("Run code in a fresh sandbox", false, m.open, !m.open, m.open),
+		Description: "Runs code in a fresh, isolated sandbox (languages: " + strings.Join(names, ", ") + ") and returns its exit status, stdout and stderr. " +
+			"The sandbox ends with the call: files it writes are discarded (use a session to keep them). " + background + " " + limits}, m.runCode)
+	addTool(m, &sdk.Tool{Name: "session_open", InputSchema: openSchema, Annotations: ann("Open a sandbox session", false, false, false, false),
+		Description: fmt.Sprintf("Opens a session: a /workspace directory kept across session_run, read_file, write_file and list_files calls; returns its id. "+
+			"Each run is a fresh sandbox over it: only the files in /workspace persist. At most %d sessions open per connection; close it with session_close when done.", m.cfg.MaxSessions)}, m.sessionOpen)
+	addTool(m, &sdk.Tool{Name: "session_run", InputSchema: sessRunSchema, Annotations: ann("Run in a session", false, true, false, m.open),
+		Description: "Runs a shell command (command, by bash) or code (language and code) in a fresh sandbox over the session's /workspace, its working directory. " +
+			"Only files under /workspace ($HOME) persist to later calls; the shell's state (cd, variables), /tmp and processes do not, and the rest of the file system is read-only. " +
+			background + fmt.Sprintf(" Output past %d KiB is cut in the result and saved whole in the workspace (output_note says where).", m.cfg.MaxReturn>>10)}, m.sessionRun)
+	addTool(m, &sdk.Tool{Name: "session_close", Annotations: ann("Close a session", false, true, true, false),
+		Description: "Closes a session and deletes its workspace and every file in it."}, m.sessionClose)
+	addTool(m, &sdk.Tool{Name: "read_file", Annotations: ann("Read a session file", true, false, true, false),
+		Description: fmt.Sprintf("Reads a file of a session's /workspace (path relative to it), without running anything. "+
+			"Returns at most the first %d KiB (truncated: true past it; read further parts with session_run, e.g. tail -c); content that is not UTF-8 comes as base64.", m.cfg.MaxReturn>>10)}, m.readFile)
+	addTool(m, &sdk.Tool{Name: "write_file", Annotations: ann("Write a session file", false, true, true, false),
+		Description: "Creates or replaces a file of a session's /workspace (path relative to it; parent directories are made), without running anything. " +
+			"content is text, or base64 or hex as encoding says; at most the server's max_request bytes (capabilities)."}, m.writeFile)
+	addTool(m, &sdk.Tool{Name: "list_files", Annotations: ann("List session files", true, false, true, false),
+		Description: fmt.Sprintf("Lists the files under a session's /workspace, subdirectories included, with their sizes in bytes (at most %d entries).", maxListed)}, m.listFiles)
 	capsSchema, err := jsonschema.For[CapsOut](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 		// Durations marshal as "1m30s", sizes as numbers of bytes.
 		reflect.TypeFor[policy.Duration](): {Type: "string"},
@@ -176,10 +216,24 @@ func (m *MCP) addTools() error {
 	if err != nil {
 		return fmt.Errorf("mcp: BUG: capabilities schema: %w", err)
 	}
-	addTool(m, &sdk.Tool{Name: "capabilities", OutputSchema: capsSchema, Annotations: local("Sandbox capabilities", false, true),
-		Description: "The installed languages, the limits of each run and of this connection, and what this host enforces (namespaces, seccomp, cgroups, Landlock)."}, m.capabilities)
+	addTool(m, &sdk.Tool{Name: "capabilities", OutputSchema: capsSchema, Annotations: ann("Sandbox capabilities", true, false, true, false),
+		Description: "The installed languages with their versions, the limits of each run and of this connection, and what this host enforces (namespaces, seccomp, cgroups, Landlock)."}, m.capabilities)
 	slices.Sort(m.tools)
 	return nil
+}
+
+// languagesText lists languages with their aliases: "python (or
+// python3, py), bash".
+func languagesText(langs []executor.Language) string {
+	var out []string
+	for _, l := range langs {
+		if len(l.Aliases) > 0 {
+			out = append(out, l.Name+" (or "+strings.Join(l.Aliases, ", ")+")")
+		} else {
+			out = append(out, l.Name)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // addTool adds a tool to the SDK server and its name to m.tools.
@@ -308,7 +362,7 @@ func (m *MCP) sessionOpen(ctx context.Context, req *sdk.CallToolRequest, in Sess
 	if err != nil {
 		return refused(err, SessionOut{Error: policy.Describe(err)})
 	}
-	c.sessions[info.ID] = true
+	c.sessions[info.ID] = time.Duration(info.Policy.Timeout)
 	out := SessionOut{Session: info.ID, IdleTimeout: time.Duration(info.IdleTimeout).String(), Timeout: time.Duration(info.Policy.Timeout).String()}
 	return text(fmt.Sprintf("session %s open: /workspace is kept across session_run calls; each run may take %s; it closes itself after %s unused.", out.Session, out.Timeout, out.IdleTimeout)), out, nil
 }
@@ -318,8 +372,16 @@ func (m *MCP) sessionRun(ctx context.Context, req *sdk.CallToolRequest, in Sessi
 	if err != nil {
 		return refusedRun(err, nil)
 	}
-	if err := c.owns(in.Session); err != nil {
+	timeout, err := c.runTimeout(in.Session)
+	if err != nil {
 		return refusedRun(err, nil)
+	}
+	t, err := seconds("timeout", in.Timeout)
+	if err != nil {
+		return refusedRun(err, nil)
+	}
+	if t != nil && time.Duration(*t) > timeout {
+		return refusedRun(policy.Invalid("timeout", "%v is above this session's timeout of a run, %v (session_open's timeout, at most the served one)", time.Duration(*t), timeout), nil)
 	}
 	b := &server.ExecRequest{Language: in.Language, Code: in.Code, Args: in.Args, Stdin: in.Stdin}
 	switch {
@@ -336,14 +398,51 @@ func (m *MCP) sessionRun(ctx context.Context, req *sdk.CallToolRequest, in Sessi
 	case in.Language == "":
 		return refusedRun(policy.Invalid("command", "required: a shell command, or language and code"), nil)
 	}
-	timeout := time.Duration(m.srv.Policy().Timeout) // the session's own is at most this
-	res, err := m.run(ctx, req, c, timeout, func(ctx context.Context) (*executor.Result, error) {
-		return m.srv.SessionExec(ctx, in.Session, b)
-	})
+	exec := func(ctx context.Context) (*executor.Result, error) { return m.srv.SessionExec(ctx, in.Session, b) }
+	if t != nil && time.Duration(*t) < timeout {
+		timeout = time.Duration(*t)
+		exec = within(timeout, exec)
+	}
+	res, err := m.run(ctx, req, c, timeout, exec)
 	if err != nil {
 		return refusedRun(err, res)
 	}
 	return m.runResult(c, in.Session, res)
+}
+
+// errRunTimeout is the cause of the deadline within puts on a run.
+var errRunTimeout = errors.New("mcp: the run's timeout")
+
+// within runs f with a deadline d from now, and reports its expiry as
+// the sandbox's own timeout would: status timeout. A session's sandboxes
+// share the session's policy, timeout included, so a shorter timeout of
+// one run is this deadline: the context's end kills the sandbox at once
+// (SIGKILL to all of it, as the timeout does), which the executor calls
+// cancelled. Unlike the sandbox's timeout, it counts from the call: a
+// wait for the session's previous run or for a run slot is inside it;
+// when it passes before the program starts, nothing ran, and the result
+// says so and that a retry may help (as a timeout during setup does).
+func within(d time.Duration, f func(context.Context) (*executor.Result, error)) func(context.Context) (*executor.Result, error) {
+	return func(ctx context.Context) (*executor.Result, error) {
+		start := time.Now()
+		tctx, cancel := context.WithTimeoutCause(ctx, d, errRunTimeout)
+		defer cancel()
+		res, err := f(tctx)
+		if ctx.Err() != nil || !errors.Is(context.Cause(tctx), errRunTimeout) {
+			return res, err // not this deadline: the call's end, a drain, or in time
+		}
+		switch {
+		case res != nil && res.Status == nsjail.StatusCancelled:
+			res.Status = nsjail.StatusTimeout
+			return res, nil
+		case res == nil && errors.Is(err, context.DeadlineExceeded):
+			return &executor.Result{Result: nsjail.Result{Status: nsjail.StatusTimeout, ExitCode: 128 + int(syscall.SIGKILL), WallTimeMS: time.Since(start).Milliseconds(),
+				Error: &policy.ErrorInfo{Class: policy.ClassUnavailable, Retryable: true,
+					Message: fmt.Sprintf("the run's timeout of %v passed before the program started (waiting for the session's previous run or a run slot, or setting up the sandbox); nothing ran", d),
+					Fix:     "a longer timeout, or retry when the server is less busy"}}}, nil
+		}
+		return res, err
+	}
 }
 
 func (m *MCP) sessionClose(ctx context.Context, req *sdk.CallToolRequest, in SessionIn) (*sdk.CallToolResult, SessionOut, error) {
