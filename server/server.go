@@ -41,7 +41,7 @@ type Config struct {
 	// LocalTenant). 0 = MaxSessions.
 	TenantMaxSessions int
 	// TenantMaxConcurrent caps the runs one tenant has running or queued
-	// at once. 0 = MaxConcurrent + MaxQueue (no cap beyond the server's).
+	// at once. 0 = no cap beyond the server's (MaxConcurrent + MaxQueue).
 	TenantMaxConcurrent int
 	// SessionIdle is the longest idle timeout a session may ask for, and
 	// its default. 0 = 10 minutes.
@@ -106,8 +106,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TenantMaxSessions <= 0 || cfg.TenantMaxSessions > cfg.MaxSessions {
 		cfg.TenantMaxSessions = cfg.MaxSessions
 	}
-	if cfg.TenantMaxConcurrent <= 0 || cfg.TenantMaxConcurrent > cfg.MaxConcurrent+cfg.MaxQueue {
-		cfg.TenantMaxConcurrent = cfg.MaxConcurrent + cfg.MaxQueue
+	if cfg.TenantMaxConcurrent < 0 || cfg.TenantMaxConcurrent >= cfg.MaxConcurrent+cfg.MaxQueue {
+		cfg.TenantMaxConcurrent = 0 // the server's own bound is the tighter
 	}
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = 10 * time.Minute
@@ -227,7 +227,7 @@ func (s *Server) admit(ctx context.Context) (release func(), status int, err err
 		s.m.rejections.WithLabelValues("draining").Inc()
 		return nil, http.StatusServiceUnavailable, errDraining
 	}
-	if n := s.admitted[tenant]; n >= s.cfg.TenantMaxConcurrent {
+	if n := s.admitted[tenant]; s.cfg.TenantMaxConcurrent > 0 && n >= s.cfg.TenantMaxConcurrent {
 		s.mu.Unlock()
 		s.m.rejections.WithLabelValues("tenant_busy").Inc()
 		return nil, http.StatusTooManyRequests, fmt.Errorf("server: busy for this credential, %d runs running or queued, its most (--tenant-max-concurrent %d): %w",
