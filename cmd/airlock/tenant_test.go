@@ -77,6 +77,28 @@ func TestServeTokenFileTenants(t *testing.T) {
 	if code, b := do(tenantTokA, "GET", "/v1/sessions"); code != 200 || !strings.Contains(b, sa.ID) || strings.Contains(b, "token:bob") {
 		t.Fatalf("alice's list: %d %s", code, b)
 	}
+	// Over the unix socket, alice's token is alice; no token is the
+	// peer's uid, another tenant.
+	uc := s.unixClient()
+	defer uc.CloseIdleConnections()
+	for _, c := range []struct {
+		tok  string
+		sees bool
+	}{{tenantTokA, true}, {"", false}} {
+		req, _ := http.NewRequest("GET", "http://airlock/v1/sessions", nil)
+		if c.tok != "" {
+			req.Header.Set("Authorization", "Bearer "+c.tok)
+		}
+		resp, err := uc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.Contains(string(b), sa.ID) != c.sees {
+			t.Fatalf("over the unix socket, token %q: %d %s; want alice's session listed: %v", c.tok, resp.StatusCode, b, c.sees)
+		}
+	}
 	if strings.Contains(s.stderr.String(), tenantTokA) || strings.Contains(s.stderr.String(), tenantTokB) {
 		t.Fatalf("a token in the log:\n%s", s.stderr)
 	}
