@@ -42,7 +42,7 @@ func BenchmarkServedOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	hs := &http.Server{Handler: srv.Handler()}
+	hs := &http.Server{Handler: srv.Handler(), ConnContext: server.ConnContext}
 	go hs.Serve(ln)
 	defer hs.Close()
 	c, err := client.New("unix:"+sock, "")

@@ -86,8 +86,13 @@ func (s *Server) execute(ctx context.Context, kind string, req executor.Request,
 	return s.runObserved(ctx, kind, req, sess)
 }
 
-// OpenSession opens a session, as POST /v1/sessions.
+// OpenSession opens a session, as POST /v1/sessions, for LocalTenant.
 func (s *Server) OpenSession(b *SessionRequest) (SessionInfo, error) {
+	return s.openSession(context.Background(), b)
+}
+
+// openSession opens a session for ctx's tenant.
+func (s *Server) openSession(ctx context.Context, b *SessionRequest) (SessionInfo, error) {
 	if b == nil {
 		b = &SessionRequest{}
 	}
@@ -109,6 +114,7 @@ func (s *Server) OpenSession(b *SessionRequest) (SessionInfo, error) {
 	if s.Draining() {
 		return SessionInfo{}, errDraining
 	}
+	tenant := ctxTenant(ctx)
 	s.smu.Lock()
 	defer s.smu.Unlock()
 	s.prune()
@@ -116,19 +122,36 @@ func (s *Server) OpenSession(b *SessionRequest) (SessionInfo, error) {
 		s.m.rejections.WithLabelValues("sessions").Inc()
 		return SessionInfo{}, errSessionsFull(s.cfg.MaxSessions)
 	}
+	mine := 0
+	for _, se := range s.sessions {
+		if se.info.Tenant == tenant {
+			mine++
+		}
+	}
+	if mine >= s.cfg.TenantMaxSessions {
+		s.m.rejections.WithLabelValues("tenant_sessions").Inc()
+		return SessionInfo{}, tenantSessionsFull(s.cfg.TenantMaxSessions)
+	}
 	sess, err := s.ex.NewSession(executor.SessionConfig{Policy: p, IdleTimeout: idle})
 	if err != nil {
 		return SessionInfo{}, err
 	}
 	var id [16]byte
 	rand.Read(id[:])
-	se := &session{s: sess, turn: make(chan struct{}, 1), info: SessionInfo{ID: hex.EncodeToString(id[:]), Created: time.Now().UTC(), IdleTimeout: policy.Duration(idle), Policy: p}}
+	se := &session{s: sess, turn: make(chan struct{}, 1), info: SessionInfo{ID: hex.EncodeToString(id[:]), Tenant: tenant,
+		Created: time.Now().UTC(), IdleTimeout: policy.Duration(idle), Policy: p}}
 	s.sessions[se.info.ID] = se
+	s.log.Info("session opened", "session", se.info.ID, "tenant", tenant)
 	return se.info, nil
 }
 
-// session returns the open session id, or ErrInvalid.
-func (s *Server) session(id string) (*session, error) {
+// session returns LocalTenant's open session id, or ErrInvalid.
+func (s *Server) session(id string) (*session, error) { return s.sessionOf(LocalTenant, id) }
+
+// sessionOf returns tenant's open session id, or ErrInvalid: the same
+// error, word for word, whether id was never made, has closed, or is
+// another tenant's (so that ids cannot be probed).
+func (s *Server) sessionOf(tenant, id string) (*session, error) {
 	s.smu.Lock()
 	defer s.smu.Unlock()
 	se := s.sessions[id]
@@ -136,22 +159,28 @@ func (s *Server) session(id string) (*session, error) {
 		delete(s.sessions, id)
 		se = nil
 	}
-	if se == nil {
+	if se == nil || se.info.Tenant != tenant {
 		return nil, policy.Invalid("session", "no open session %q (closed, timed out idle, or never made)", id)
 	}
 	return se, nil
 }
 
-// CloseSession closes the open session id and removes its workspace. It
-// waits for a run in it to end: cancel that first.
+// CloseSession closes LocalTenant's open session id and removes its
+// workspace. It waits for a run in it to end: cancel that first.
 func (s *Server) CloseSession(id string) error {
 	se, err := s.session(id)
 	if err != nil {
 		return err
 	}
+	return s.closeSession(se)
+}
+
+// closeSession forgets se, closes it and removes its workspace.
+func (s *Server) closeSession(se *session) error {
 	s.smu.Lock()
-	delete(s.sessions, id)
+	delete(s.sessions, se.info.ID)
 	s.smu.Unlock()
+	s.log.Info("session closed", "session", se.info.ID, "tenant", se.info.Tenant)
 	if err := se.s.Close(); err != nil {
 		return &policy.SetupError{Stage: "workspace", Err: err}
 	}
@@ -226,7 +255,8 @@ func (s *Server) Capabilities() Capabilities {
 		Limits: Limits{Timeout: p.Timeout, CPUTime: p.CPUTime, Memory: p.MemoryLimit(), Pids: p.PidsLimit(), CPUs: p.CPUs,
 			FileSize: p.FileSize, OpenFiles: p.OpenFiles, MaxOutput: p.MaxOutput, Net: p.Network()},
 		Server: ServerLimits{MaxConcurrent: s.cfg.MaxConcurrent, MaxQueue: s.cfg.MaxQueue, MaxRequest: s.cfg.MaxRequest,
-			MaxSessions: s.cfg.MaxSessions, SessionIdle: policy.Duration(s.cfg.SessionIdle), PoolReady: s.ex.PoolStats().Ready},
+			MaxSessions: s.cfg.MaxSessions, TenantMaxSessions: s.cfg.TenantMaxSessions, TenantMaxConcurrent: s.cfg.TenantMaxConcurrent,
+			SessionIdle: policy.Duration(s.cfg.SessionIdle), PoolReady: s.ex.PoolStats().Ready},
 	}
 }
 

@@ -46,9 +46,12 @@
 //
 // # What it does not do
 //
-// It authenticates nothing itself: RequireToken wraps a handler with a
-// bearer-token check (airlock serve uses it on TCP; on a unix socket the
-// socket's mode is the access control). Handler refuses, through
+// It authenticates nothing itself: RequireTokens wraps a handler with a
+// bearer-token check (airlock serve uses it on TCP), AcceptTokens with an
+// optional one (on a unix socket, whose mode is the access control). Each
+// request is its tenant's (see LocalTenant): a token's, a unix peer
+// uid's (ConnContext), or local; a session is its tenant's alone, and
+// Config.TenantMaxSessions and TenantMaxConcurrent cap each tenant. Handler refuses, through
 // LoopbackGuard, what a web page could make a browser send to a loopback
 // listener without the token: a foreign Host (DNS rebinding), a foreign
 // Origin, a POST that is not JSON. It does not rate-limit per client, and

@@ -66,9 +66,10 @@ func LoopbackGuard(h http.Handler) http.Handler {
 	})
 }
 
-// trusted marks r as having passed RequireToken.
-func trusted(r *http.Request) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), authenticated{}, true))
+// trusted marks r as having passed RequireTokens with tenant's token.
+func trusted(r *http.Request, tenant string) *http.Request {
+	ctx := context.WithValue(r.Context(), authenticated{}, true)
+	return r.WithContext(context.WithValue(ctx, tenantKey{}, tenant))
 }
 
 // overLoopback reports whether r came in over a TCP connection to a

@@ -53,10 +53,11 @@ func doTCP(t *testing.T, addr, method, path, body string, hdr ...string) (int, [
 	return resp.StatusCode, b
 }
 
-// sessionFiles lists a session's workspace (over the unix socket).
-func (e *env) sessionFiles(t *testing.T, id string) []string {
+// sessionFiles lists a session's workspace over the TCP listener addr
+// (its tenant, LocalTenant, owns the session).
+func sessionFiles(t *testing.T, addr, id string) []string {
 	t.Helper()
-	code, _, b := e.do(t, "GET", "/v1/sessions/"+id+"/files", "")
+	code, b := doTCP(t, addr, "GET", "/v1/sessions/"+id+"/files", "")
 	var out []server.FileEntry
 	if code != 200 || json.Unmarshal(b, &out) != nil {
 		t.Fatalf("files: %d %s", code, b)
@@ -80,14 +81,16 @@ func TestLoopbackGuard(t *testing.T) {
 	e := start(t, 0, nil)
 	addr := serveTCP(t, e.srv.Handler())
 	_, port, _ := net.SplitHostPort(addr)
-	code, _, b := e.do(t, "POST", "/v1/sessions", `{}`)
+	// Made over the TCP listener: the tenant of a loopback request
+	// without a token (a unix socket peer is another tenant).
+	code, b := doTCP(t, addr, "POST", "/v1/sessions", `{}`, "Content-Type", "application/json")
 	var sess struct {
 		ID string `json:"id"`
 	}
 	if code != 201 || json.Unmarshal(b, &sess) != nil || sess.ID == "" {
 		t.Fatalf("session: %d %s", code, b)
 	}
-	if code, _, b := e.do(t, "PUT", "/v1/sessions/"+sess.ID+"/files/secret", "s3cret"); code/100 != 2 {
+	if code, b := doTCP(t, addr, "PUT", "/v1/sessions/"+sess.ID+"/files/secret", "s3cret"); code/100 != 2 {
 		t.Fatalf("upload: %d %s", code, b)
 	}
 	sp := "/v1/sessions/" + sess.ID
@@ -146,7 +149,7 @@ func TestLoopbackGuard(t *testing.T) {
 	if m := e.metric(t, "airlock_runs_total"); m != "" {
 		t.Fatalf("a refused request ran: %s", m)
 	}
-	if got := e.sessionFiles(t, sess.ID); !slices.Equal(got, []string{"secret"}) {
+	if got := sessionFiles(t, addr, sess.ID); !slices.Equal(got, []string{"secret"}) {
 		t.Fatalf("the session's workspace after the refusals: %v, want only secret", got)
 	}
 	if m := e.metric(t, "airlock_sessions"); m != "airlock_sessions 1" {
@@ -175,7 +178,7 @@ func TestLoopbackGuard(t *testing.T) {
 	if m := e.metric(t, "airlock_runs_total"); !strings.Contains(m, `kind="exec",status="ok"} 1`) || !strings.Contains(m, `kind="piston",status="ok"} 1`) || !strings.Contains(m, `kind="session",status="ok"} 1`) {
 		t.Fatalf("runs: %s, want one exec, one piston, one session run", m)
 	}
-	if got := e.sessionFiles(t, sess.ID); !slices.Equal(got, []string{"main.sh", "pwned", "secret", "up"}) {
+	if got := sessionFiles(t, addr, sess.ID); !slices.Equal(got, []string{"main.sh", "pwned", "secret", "up"}) {
 		t.Fatalf("the session's workspace: %v", got)
 	}
 

@@ -92,12 +92,15 @@ type Capabilities struct {
 
 // ServerLimits are the server's own bounds.
 type ServerLimits struct {
-	MaxConcurrent int             `json:"max_concurrent"`
-	MaxQueue      int             `json:"max_queue"`
-	MaxRequest    int64           `json:"max_request"`
-	MaxSessions   int             `json:"max_sessions"`
-	SessionIdle   policy.Duration `json:"session_idle"`
-	PoolReady     int             `json:"pool_ready"`
+	MaxConcurrent int   `json:"max_concurrent"`
+	MaxQueue      int   `json:"max_queue"`
+	MaxRequest    int64 `json:"max_request"`
+	MaxSessions   int   `json:"max_sessions"`
+	// The per-credential caps (docs/serve.md, "Tenants").
+	TenantMaxSessions   int             `json:"tenant_max_sessions"`
+	TenantMaxConcurrent int             `json:"tenant_max_concurrent"`
+	SessionIdle         policy.Duration `json:"session_idle"`
+	PoolReady           int             `json:"pool_ready"`
 }
 
 func (s *Server) handleCapabilities(w http.ResponseWriter, r *http.Request) {

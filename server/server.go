@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +37,12 @@ type Config struct {
 	MaxRequest int64
 	// MaxSessions caps the open sessions. 0 = 64.
 	MaxSessions int
+	// TenantMaxSessions caps the open sessions of one tenant (see
+	// LocalTenant). 0 = MaxSessions.
+	TenantMaxSessions int
+	// TenantMaxConcurrent caps the runs one tenant has running or queued
+	// at once. 0 = no cap beyond the server's (MaxConcurrent + MaxQueue).
+	TenantMaxConcurrent int
 	// SessionIdle is the longest idle timeout a session may ask for, and
 	// its default. 0 = 10 minutes.
 	SessionIdle time.Duration
@@ -60,7 +65,8 @@ type Server struct {
 
 	mu       sync.Mutex // orders runs.Add before Drain's runs.Wait
 	draining bool
-	drained  chan struct{} // closed by Drain: queued requests leave
+	admitted map[string]int // running + queued, by tenant
+	drained  chan struct{}  // closed by Drain: queued requests leave
 	runs     sync.WaitGroup
 	kill     context.Context // cancelled when Drain's deadline passes
 	killAll  context.CancelFunc
@@ -97,6 +103,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = 64
 	}
+	if cfg.TenantMaxSessions <= 0 || cfg.TenantMaxSessions > cfg.MaxSessions {
+		cfg.TenantMaxSessions = cfg.MaxSessions
+	}
+	if cfg.TenantMaxConcurrent < 0 || cfg.TenantMaxConcurrent >= cfg.MaxConcurrent+cfg.MaxQueue {
+		cfg.TenantMaxConcurrent = 0 // the server's own bound is the tighter
+	}
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = 10 * time.Minute
 	}
@@ -104,7 +116,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, ex: cfg.Executor, pol: cfg.Policy, log: cfg.Logger,
-		slots: make(chan struct{}, cfg.MaxConcurrent), drained: make(chan struct{}), sessions: map[string]*session{}}
+		slots: make(chan struct{}, cfg.MaxConcurrent), drained: make(chan struct{}), sessions: map[string]*session{},
+		admitted: map[string]int{}}
 	s.kill, s.killAll = context.WithCancel(context.Background())
 	s.langs = sync.OnceValue(s.detectVersions)
 	s.m = newMetrics(s)
@@ -154,7 +167,9 @@ func (s *Server) routes() {
 }
 
 // Handler returns the HTTP handler of every route, behind LoopbackGuard.
-func (s *Server) Handler() http.Handler { return LoopbackGuard(s.mux) }
+// Each request is its tenant's (LocalTenant): serve it on a unix socket
+// with http.Server.ConnContext = ConnContext.
+func (s *Server) Handler() http.Handler { return LoopbackGuard(s.withTenant(s.mux)) }
 
 // Metrics returns the handler of GET /metrics alone (Prometheus), for a
 // front end that serves other routes (airlock mcp over HTTP); behind
@@ -202,20 +217,38 @@ var errDraining = fmt.Errorf("server: draining for shutdown, taking no new runs:
 
 // admit takes a run slot for a request, waiting in the queue while one
 // is free; the returned release gives it back. The status is the HTTP
-// status of a refusal.
+// status of a refusal. The run is counted against its context's tenant
+// (TenantMaxConcurrent) from here to release.
 func (s *Server) admit(ctx context.Context) (release func(), status int, err error) {
+	tenant := ctxTenant(ctx)
 	s.mu.Lock()
 	if s.draining {
 		s.mu.Unlock()
 		s.m.rejections.WithLabelValues("draining").Inc()
 		return nil, http.StatusServiceUnavailable, errDraining
 	}
+	if n := s.admitted[tenant]; s.cfg.TenantMaxConcurrent > 0 && n >= s.cfg.TenantMaxConcurrent {
+		s.mu.Unlock()
+		s.m.rejections.WithLabelValues("tenant_busy").Inc()
+		return nil, http.StatusTooManyRequests, fmt.Errorf("server: busy for this credential, %d runs running or queued, its most (--tenant-max-concurrent %d): %w",
+			n, s.cfg.TenantMaxConcurrent, policy.ErrUnavailable)
+	}
+	s.admitted[tenant]++
 	s.runs.Add(1)
 	s.mu.Unlock()
+	// untenant gives back the tenant's count, at every exit below.
+	untenant := func() {
+		s.mu.Lock()
+		if s.admitted[tenant]--; s.admitted[tenant] == 0 {
+			delete(s.admitted, tenant)
+		}
+		s.mu.Unlock()
+	}
 	limit := int64(s.cfg.MaxConcurrent + s.cfg.MaxQueue)
 	if n := s.pending.Add(1); n > limit {
 		s.pending.Add(-1)
 		s.runs.Done()
+		untenant()
 		s.m.rejections.WithLabelValues("busy").Inc()
 		return nil, http.StatusTooManyRequests, fmt.Errorf("server: busy, %d runs and %d queued (--max-concurrent %d, queue %d): %w",
 			s.cfg.MaxConcurrent, s.cfg.MaxQueue, s.cfg.MaxConcurrent, s.cfg.MaxQueue, policy.ErrUnavailable)
@@ -227,11 +260,13 @@ func (s *Server) admit(ctx context.Context) (release func(), status int, err err
 		s.m.queued.Dec()
 		s.pending.Add(-1)
 		s.runs.Done()
+		untenant()
 		return nil, statusClientGone, ctx.Err()
 	case <-s.drained:
 		s.m.queued.Dec()
 		s.pending.Add(-1)
 		s.runs.Done()
+		untenant()
 		s.m.rejections.WithLabelValues("draining").Inc()
 		return nil, http.StatusServiceUnavailable, errDraining
 	}
@@ -241,6 +276,7 @@ func (s *Server) admit(ctx context.Context) (release func(), status int, err err
 		s.m.queued.Dec()
 		s.pending.Add(-1)
 		s.runs.Done()
+		untenant()
 		s.m.rejections.WithLabelValues("draining").Inc()
 		return nil, http.StatusServiceUnavailable, errDraining
 	}
@@ -251,6 +287,7 @@ func (s *Server) admit(ctx context.Context) (release func(), status int, err err
 		<-s.slots
 		s.pending.Add(-1)
 		s.runs.Done()
+		untenant()
 	}, 0, nil
 }
 
@@ -314,24 +351,42 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-// RequireToken wraps h: every request but GET /healthz must carry
-// "Authorization: Bearer TOKEN" (the scheme in any case, RFC 7235);
-// others get 401 and run nothing. A request with the token skips
-// LoopbackGuard: a browser never sends a bearer token of its own accord.
+// RequireToken is RequireTokens with one token (tenant "token:1").
 func RequireToken(token string, h http.Handler) (http.Handler, error) {
 	if strings.TrimSpace(token) == "" {
 		return nil, policy.Invalid("token", "empty")
 	}
-	want := []byte(token)
+	ts, err := ParseTokens(strings.NewReader(token))
+	if err != nil {
+		return nil, err
+	}
+	return RequireTokens(ts, h), nil
+}
+
+// RequireTokens wraps h: every request but GET /healthz must carry
+// "Authorization: Bearer TOKEN" (the scheme in any case, RFC 7235) with
+// one of ts; others get 401 and run nothing. A request with a token is
+// its token's tenant, and skips LoopbackGuard: a browser never sends a
+// bearer token of its own accord.
+func RequireTokens(ts *Tokens, h http.Handler) http.Handler { return authenticate(ts, h, true) }
+
+// AcceptTokens wraps h as RequireTokens does, but passes a request that
+// sends no Authorization header on unchanged (its tenant is then its
+// connection's: the unix socket peer's uid). A wrong token is 401.
+func AcceptTokens(ts *Tokens, h http.Handler) http.Handler { return authenticate(ts, h, false) }
+
+func authenticate(ts *Tokens, h http.Handler, required bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get("Authorization")
 		scheme, cred, _ := strings.Cut(got, " ")
 		cred = strings.TrimLeft(cred, " ")
-		if strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(cred), want) == 1 {
-			h.ServeHTTP(w, trusted(r))
-			return
+		if strings.EqualFold(scheme, "Bearer") {
+			if t := ts.match(cred); t != "" {
+				h.ServeHTTP(w, trusted(r, t))
+				return
+			}
 		}
-		if r.URL.Path == "/healthz" && r.Method == http.MethodGet {
+		if (r.URL.Path == "/healthz" && r.Method == http.MethodGet) || (!required && got == "") {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -341,9 +396,9 @@ func RequireToken(token string, h http.Handler) (http.Handler, error) {
 			msg = "wrong bearer token"
 		}
 		info := policy.Describe(policy.Invalid("authorization", "%s", msg))
-		info.Fix = "send Authorization: Bearer <the token of airlock serve --token-file>"
+		info.Fix = "send Authorization: Bearer <a token of airlock serve --token-file>"
 		writeJSON(w, http.StatusUnauthorized, errorBody{Error: info})
-	}), nil
+	})
 }
 
 // isBodyTooLarge reports whether err comes from a body past MaxRequest.

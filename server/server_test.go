@@ -78,7 +78,7 @@ func startWith(t *testing.T, ec executor.Config, mod func(*server.Config)) *env 
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.hs = &http.Server{Handler: e.srv.Handler()}
+	e.hs = &http.Server{Handler: e.srv.Handler(), ConnContext: server.ConnContext}
 	go e.hs.Serve(ln)
 	e.hc = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer

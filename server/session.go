@@ -15,7 +15,7 @@ import (
 // session is an open session and what its listing shows.
 type session struct {
 	s    *executor.Session
-	info SessionInfo
+	info SessionInfo // info.Tenant owns it
 	// turn is held by the request running in the session: the session
 	// runs one at a time, and a request waiting for its turn must not
 	// hold a run slot meanwhile.
@@ -36,7 +36,10 @@ func (se *session) done() { <-se.turn }
 
 // SessionInfo describes a session.
 type SessionInfo struct {
-	ID          string          `json:"id"`
+	ID string `json:"id"`
+	// Tenant is the credential that made it, the only one that sees it
+	// (see LocalTenant): "token:NAME", "uid:N" or "local".
+	Tenant      string          `json:"tenant"`
 	Created     time.Time       `json:"created"`
 	IdleTimeout policy.Duration `json:"idle_timeout"`
 	Policy      policy.Policy   `json:"policy"`
@@ -71,10 +74,11 @@ func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	info, err := s.OpenSession(&b)
+	info, err := s.openSession(r.Context(), &b)
 	var full sessionsFull
+	var tfull tenantSessionsFull
 	switch {
-	case errors.As(err, &full):
+	case errors.As(err, &full), errors.As(err, &tfull):
 		s.fail(w, http.StatusTooManyRequests, err, nil)
 		return
 	case err != nil:
@@ -94,28 +98,34 @@ func (sessionsFull) Is(target error) bool { return target == policy.ErrUnavailab
 
 func errSessionsFull(n int) error { return sessionsFull(n) }
 
-// lookup returns the open session of the request's {id}, or answers 404.
+// tenantSessionsFull refuses a session past Config.TenantMaxSessions.
+type tenantSessionsFull int
+
+func (n tenantSessionsFull) Error() string {
+	return "server: " + strconv.Itoa(int(n)) + " sessions open for this credential, the server's --tenant-max-sessions; close one or retry later"
+}
+func (tenantSessionsFull) Is(target error) bool { return target == policy.ErrUnavailable }
+
+// lookup returns the open session of the request's {id} that is its
+// tenant's, or answers 404: another tenant's session gets the very
+// answer of an id that does not exist.
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *session {
-	id := r.PathValue("id")
-	s.smu.Lock()
-	se := s.sessions[id]
-	if se != nil && se.s.Closed() {
-		delete(s.sessions, id)
-		se = nil
-	}
-	s.smu.Unlock()
-	if se == nil {
-		s.fail(w, http.StatusNotFound, policy.Invalid("session", "no open session %q (closed, timed out idle, or never made)", id), nil)
+	se, err := s.sessionOf(ctxTenant(r.Context()), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, http.StatusNotFound, err, nil)
 	}
 	return se
 }
 
 func (s *Server) handleSessionList(w http.ResponseWriter, r *http.Request) {
+	tenant := ctxTenant(r.Context())
 	s.smu.Lock()
 	s.prune()
 	out := []SessionInfo{}
 	for _, se := range s.sessions {
-		out = append(out, se.info)
+		if se.info.Tenant == tenant {
+			out = append(out, se.info)
+		}
 	}
 	s.smu.Unlock()
 	slices.SortFunc(out, func(a, b SessionInfo) int { return a.Created.Compare(b.Created) })
@@ -133,11 +143,8 @@ func (s *Server) handleSessionDelete(w http.ResponseWriter, r *http.Request) {
 	if se == nil {
 		return
 	}
-	s.smu.Lock()
-	delete(s.sessions, se.info.ID)
-	s.smu.Unlock()
-	if err := se.s.Close(); err != nil {
-		s.fail(w, 0, &policy.SetupError{Stage: "workspace", Err: err}, nil)
+	if err := s.closeSession(se); err != nil {
+		s.fail(w, 0, err, nil)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -22,6 +22,9 @@ type serveFlags struct {
 	tokenFile, workDir, maxRequest string
 	maxConcurrent, maxQueue, pool  int
 	maxSessions, reuse             int
+	tenantMaxSessions              int
+	tenantMaxConcurrent            int
+	socketGroup                    string
 	sessionIdle, drain             time.Duration
 }
 
@@ -40,11 +43,21 @@ func serverFlagSet(name, usage, listenDefault string, stderr io.Writer) (*flag.F
 	}
 	var sf serveFlags
 	fs.Var(&sf.listen, "listen", "`unix:PATH` or `tcp:HOST:PORT` "+listenDefault)
-	fs.StringVar(&sf.tokenFile, "token-file", "", "`file` holding the bearer token TCP requests must send (required off loopback)")
+	fs.StringVar(&sf.tokenFile, "token-file", "", "`file` of bearer tokens, one a line (TOKEN or NAME TOKEN, # comments), each a tenant; TCP requests must send one (required off loopback); read at start")
+	fs.StringVar(&sf.socketGroup, "socket-group", "", "`group` (name or gid) given the unix sockets, mode 0660 (default: none, mode 0600); each peer uid is a tenant")
 	fs.IntVar(&sf.maxConcurrent, "max-concurrent", 0, "sandboxes running at once (default the number of CPUs)")
 	fs.IntVar(&sf.maxQueue, "max-queue", 0, "requests waiting for a slot before 429 (default 4 x --max-concurrent)")
 	fs.StringVar(&sf.maxRequest, "max-request", "16MiB", "largest request body")
 	fs.IntVar(&sf.maxSessions, "max-sessions", 64, "open sessions at most")
+	// A tenant is a token, or a unix socket peer's uid (docs/serve.md,
+	// "Tenants"); airlock mcp's direct calls are all one tenant, bounded
+	// per connection by its --conn-* flags instead.
+	tenantSessions := 32
+	if name == "mcp" {
+		tenantSessions = 0
+	}
+	fs.IntVar(&sf.tenantMaxSessions, "tenant-max-sessions", tenantSessions, "open sessions of one tenant (a token, or a unix socket peer uid) at most (0 = --max-sessions)")
+	fs.IntVar(&sf.tenantMaxConcurrent, "tenant-max-concurrent", 0, "runs of one tenant running or queued at once before 429 (0 = no cap beyond --max-concurrent and --max-queue)")
 	fs.DurationVar(&sf.sessionIdle, "session-idle", 10*time.Minute, "a session's idle timeout (and the most a session may ask for)")
 	fs.IntVar(&sf.pool, "pool", -1, "warm pool size (default --max-concurrent; 0 = none)")
 	fs.IntVar(&sf.reuse, "reuse", 1, "requests one pooled sandbox may serve, reset between them (docs/serve.md: only for requests that may share a sandbox; 1 = a sandbox per request)")

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -75,7 +76,7 @@ type daemon struct {
 	srv    *server.Server
 	log    *slog.Logger
 	sf     *serveFlags
-	token  string
+	tokens *server.Tokens // nil without --token-file
 	lns    []listener
 	pool   int
 	unlock func()
@@ -118,7 +119,11 @@ func startServed(name string, f *runFlags, sf *serveFlags, stderr io.Writer) (*d
 	if err != nil || maxReq <= 0 {
 		return fail(policy.Invalid("--max-request", "%q: want a positive size like 16MiB", sf.maxRequest))
 	}
-	if sv.token, err = readToken(sf.tokenFile); err != nil {
+	if sv.tokens, err = readTokens(sf.tokenFile); err != nil {
+		return fail(err)
+	}
+	gid, err := socketGroup(sf.socketGroup)
+	if err != nil {
 		return fail(err)
 	}
 	work, unlock, err := lockWorkDir(name, sf.workDir)
@@ -129,7 +134,7 @@ func startServed(name string, f *runFlags, sf *serveFlags, stderr io.Writer) (*d
 	// Listeners before the executor: a bad address fails before any
 	// sandbox is prepared.
 	for _, addr := range sf.listen {
-		l, err := listen(addr, sv.token)
+		l, err := listen(addr, sv.tokens != nil, gid)
 		if err != nil {
 			return fail(err)
 		}
@@ -157,7 +162,8 @@ func startServed(name string, f *runFlags, sf *serveFlags, stderr io.Writer) (*d
 	sv.ex, sv.pool = ex, cfg.Pool.Size
 	warnWeakened(p, stderr)
 	sv.srv, err = server.New(server.Config{Executor: ex, Policy: p, MaxConcurrent: sf.maxConcurrent, MaxQueue: sf.maxQueue,
-		MaxRequest: int64(maxReq), MaxSessions: sf.maxSessions, SessionIdle: sf.sessionIdle, Logger: sv.log})
+		MaxRequest: int64(maxReq), MaxSessions: sf.maxSessions, TenantMaxSessions: sf.tenantMaxSessions, TenantMaxConcurrent: sf.tenantMaxConcurrent,
+		SessionIdle: sf.sessionIdle, Logger: sv.log})
 	if err != nil {
 		return fail(err)
 	}
@@ -180,9 +186,10 @@ func (sv *daemon) close() {
 	sv.unlock = func() {}
 }
 
-// serveHTTP serves handler() on every listener (behind the bearer token
-// on TCP when there is one; without one, the server's LoopbackGuard
-// checks each TCP request) until ctx ends or one fails; then, stop
+// serveHTTP serves handler() on every listener (behind the bearer tokens
+// on TCP when there are some; without them, the server's LoopbackGuard
+// checks each TCP request; on a unix socket a token is optional, and a
+// request without one is its peer uid's tenant) until ctx ends or one fails; then, stop
 // called (a second signal kills at once), it drains: the server's runs
 // finish or are killed at the drain deadline while the listeners still
 // answer (a new run, and /healthz, get 503), then the HTTP servers shut
@@ -192,17 +199,18 @@ func (sv *daemon) serveHTTP(ctx context.Context, stop func(), handler func() htt
 	errc := make(chan error, len(sv.lns))
 	for _, l := range sv.lns {
 		h := handler()
-		if l.tcp && sv.token != "" {
-			var err error
-			if h, err = server.RequireToken(sv.token, h); err != nil {
-				return err
-			}
+		switch {
+		case sv.tokens != nil && l.tcp:
+			h = server.RequireTokens(sv.tokens, h)
+		case sv.tokens != nil:
+			h = server.AcceptTokens(sv.tokens, h)
 		}
-		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		// ConnContext: each unix connection's peer uid, its tenant.
+		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute, ConnContext: server.ConnContext,
 			ErrorLog: slog.NewLogLogger(sv.log.Handler(), slog.LevelDebug)}
 		https = append(https, hs)
 		go func(ln net.Listener) { errc <- hs.Serve(ln) }(l.ln)
-		sv.log.Info("listening", "address", l.name, "pool", sv.pool, "max_concurrent", sv.sf.maxConcurrent)
+		sv.log.Info("listening", "address", l.name, "pool", sv.pool, "max_concurrent", sv.sf.maxConcurrent, "tokens", sv.tokens.Len())
 	}
 	select {
 	case <-ctx.Done():
@@ -248,9 +256,10 @@ type listener struct {
 	tcp  bool
 }
 
-// listen opens unix:PATH (mode 0600; a stale socket is replaced, a live
-// one refused) or tcp:HOST:PORT (refused off loopback without a token).
-func listen(addr, token string) (listener, error) {
+// listen opens unix:PATH (mode 0600, or 0660 and group gid when gid >=
+// 0; a stale socket is replaced, a live one refused) or tcp:HOST:PORT
+// (refused off loopback without a token).
+func listen(addr string, token bool, gid int) (listener, error) {
 	kind, rest, ok := strings.Cut(addr, ":")
 	switch {
 	case ok && kind == "unix" && rest != "":
@@ -270,6 +279,18 @@ func listen(addr, token string) (listener, error) {
 			ln.Close()
 			return listener{}, policy.Invalid("--listen", "%v", err)
 		}
+		// The group after the owner-only mode: the socket is never open
+		// to a group it is not yet given.
+		if gid >= 0 {
+			if err := os.Chown(rest, -1, gid); err != nil {
+				ln.Close()
+				return listener{}, policy.Invalid("--socket-group", "%v", err)
+			}
+			if err := os.Chmod(rest, 0o660); err != nil {
+				ln.Close()
+				return listener{}, policy.Invalid("--socket-group", "%v", err)
+			}
+		}
 		return listener{ln: ln, name: addr}, nil
 	case ok && kind == "tcp" && rest != "":
 		host, _, err := net.SplitHostPort(rest)
@@ -278,7 +299,7 @@ func listen(addr, token string) (listener, error) {
 		}
 		ip := net.ParseIP(host)
 		loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
-		if !loopback && token == "" {
+		if !loopback && !token {
 			return listener{}, &policy.InvalidError{Field: "--token-file", Reason: fmt.Sprintf("required to listen on %s, which is not a loopback address: anyone who reaches it could run code", rest)}
 		}
 		ln, err := net.Listen("tcp", rest)
@@ -302,28 +323,54 @@ func defaultSocket() (string, error) {
 	return "", policy.Invalid("--listen", "XDG_RUNTIME_DIR is not set; give --listen unix:PATH")
 }
 
-// readToken reads the bearer token ("" without a file). The file must
-// not be readable by others.
-func readToken(path string) (string, error) {
+// readTokens reads the bearer tokens, each a tenant (nil without a
+// file; the format is server.ParseTokens'). The file must not be
+// readable by others. It is read once, at start: a change takes a
+// restart.
+func readTokens(path string) (*server.Tokens, error) {
 	if path == "" {
-		return "", nil
+		return nil, nil
 	}
-	fi, err := os.Stat(path)
+	f, err := os.Open(path)
 	if err != nil {
-		return "", policy.Invalid("--token-file", "%v", err)
+		return nil, policy.Invalid("--token-file", "%v", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, policy.Invalid("--token-file", "%v", err)
 	}
 	if fi.Mode().Perm()&0o004 != 0 {
-		return "", policy.Invalid("--token-file", "%s is readable by every user (mode %v); chmod o-r it", path, fi.Mode().Perm())
+		return nil, policy.Invalid("--token-file", "%s is readable by every user (mode %v); chmod o-r it", path, fi.Mode().Perm())
 	}
-	b, err := os.ReadFile(path)
+	ts, err := server.ParseTokens(f)
 	if err != nil {
-		return "", policy.Invalid("--token-file", "%v", err)
+		var inv *policy.InvalidError
+		if errors.As(err, &inv) {
+			inv.Reason = path + ": " + inv.Reason
+		}
+		return nil, err
 	}
-	tok := strings.TrimSpace(string(b))
-	if len(tok) < 16 {
-		return "", policy.Invalid("--token-file", "the token is %d characters; use at least 16 (e.g. head -c 32 /dev/urandom | base64)", len(tok))
+	return ts, nil
+}
+
+// socketGroup resolves --socket-group (a name or a number; -1 without).
+func socketGroup(g string) (int, error) {
+	if g == "" {
+		return -1, nil
 	}
-	return tok, nil
+	if n, err := strconv.Atoi(g); err == nil && n >= 0 {
+		return n, nil
+	}
+	gr, err := user.LookupGroup(g)
+	if err != nil {
+		return -1, policy.Invalid("--socket-group", "%v", err)
+	}
+	n, err := strconv.Atoi(gr.Gid)
+	if err != nil {
+		return -1, policy.Invalid("--socket-group", "group %s has gid %q", g, gr.Gid)
+	}
+	return n, nil
 }
 
 // lockWorkDir makes (mode 0711: the sandbox's host uid must reach the
