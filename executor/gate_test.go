@@ -146,6 +146,9 @@ func TestFieldsReachSpec(t *testing.T) {
 			// only with best_effort, and listed.
 			p.BestEffort, want = policy.DegradeLimits, append(want, "memory", "pids")
 		}
+		if backend == "process" {
+			p.BestEffort |= processDegrade(ex) // below Landlock ABI 6 (the guest): signal isolation, listed
+		}
 		if backend == "namespaces" {
 			p.Chdir = "/srv"
 			p.Mounts = []policy.Mount{{Type: policy.MountROBind, Source: src, Target: "/srv"}}

@@ -40,12 +40,21 @@ func (s *Sandbox) watch(ctx context.Context) {
 	// init, which a signal would end (or confuse) mid-setup.
 	var sigs <-chan os.Signal
 	execd := s.execd
+	cpuBase := s.cpuBase
 	for {
 		select {
 		case <-s.exited:
 			return
 		case <-execd:
 			sigs, execd = s.spec.Signals, nil
+			// The CPU-time budget is the program's: what a cold
+			// sandbox's setup took (the init, the reaper's start) is left
+			// out, as a prepared sandbox's is (cpuBase).
+			if cpuTick != nil && cpuBase == 0 {
+				if st, err := s.spec.Cgroup.Stats(); err == nil {
+					cpuBase = st.CPU
+				}
+			}
 		case sig := <-sigs:
 			if err := s.Signal(sig); err != nil {
 				s.log.Debug("forwarding a signal", slog.String("signal", sig.String()), slog.Any("error", err))
@@ -54,7 +63,10 @@ func (s *Sandbox) watch(ctx context.Context) {
 			s.kill(StatusTimeout)
 			return
 		case <-cpuTick:
-			if st, err := s.spec.Cgroup.Stats(); err == nil && st.CPU-s.cpuBase >= s.spec.CPUTime {
+			if execd != nil {
+				continue // the program has not started: nothing of its budget is used
+			}
+			if st, err := s.spec.Cgroup.Stats(); err == nil && st.CPU-cpuBase >= s.spec.CPUTime {
 				s.kill(StatusCPULimit)
 				return
 			}

@@ -190,7 +190,10 @@ vm_boots() {
   # Inside the guest, each binary's Go test timeout fires long before the
   # VM's, so a stalled binary leaves a goroutine dump and the rest still
   # run; the VM's limit is for the pass as a whole.
-  # 10 minutes a binary: cmd/airlock takes about 4 in the guest.
+  # 20 minutes a binary: cmd/airlock took about 4 in the guest, and more
+  # than 10 once every CLI test's sandbox had a reaper (the test binary
+  # as the CLI has the embedded one, a large binary to exec under
+  # emulation; issue 42).
   export VMRUN_TIMEOUT=${AIRLOCK_VM_TIMEOUT:-3000}
   # The guest writes a line as each binary ends, and vm-suite's heartbeat
   # one a minute while a binary runs (up to 12 minutes of it), so a
@@ -199,8 +202,8 @@ vm_boots() {
   # on 2026-11-29 15 minutes until this timeout, then 900 s), and the
   # second boot can start then rather than at VMRUN_TIMEOUT.
   export VMRUN_IDLE_TIMEOUT=${AIRLOCK_VM_IDLE:-300}
-  test_timeout=10m pass_env=$guest_env vm_boot vm-root "$1"
-  test_timeout=10m pass_env="$guest_env AIRLOCK_TEST_DELEGATED=1" vm_boot vm-rootless "$1" "$root/scripts/vm-delegated"
+  test_timeout=20m pass_env=$guest_env vm_boot vm-root "$1"
+  test_timeout=20m pass_env="$guest_env AIRLOCK_TEST_DELEGATED=1" vm_boot vm-rootless "$1" "$root/scripts/vm-delegated"
 }
 
 vm_counts() {

@@ -505,11 +505,6 @@ func (h *faultHarness) checkLeft(t *testing.T, r faultRun, reap bool) {
 	if _, err := os.Stat(filepath.Join(r.out, "report.tmp")); err == nil {
 		t.Errorf("a partial report was written")
 	}
-	if reap {
-		if _, err := executor.New(executor.Config{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	pid, _ := os.ReadDir(r.pidDir)
 	if len(pid) != 1 {
 		t.Fatalf("the CLI's pid was not recorded")
@@ -517,6 +512,17 @@ func (h *faultHarness) checkLeft(t *testing.T, r faultRun, reap bool) {
 	cli, err := strconv.Atoi(pid[0].Name())
 	if err != nil {
 		t.Fatalf("the CLI's pid file %q", pid[0].Name())
+	}
+	if reap {
+		// A dead supervisor's cgroup is removed by the next start once
+		// its last task is gone; a sandbox killed with its CLI may still
+		// be ending (a CI run's race pass found one): bounded retries.
+		testutil.WaitFor(20*time.Second, func() bool {
+			if _, err := executor.New(executor.Config{}); err != nil {
+				t.Fatal(err)
+			}
+			return len(testutil.CgroupsOf([]int{cli}, h.cgroupDirs...)) == 0
+		})
 	}
 	if left := testutil.CgroupsOf([]int{cli}, h.cgroupDirs...); len(left) > 0 {
 		t.Errorf("cgroups left behind: %v", left)

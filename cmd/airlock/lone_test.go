@@ -29,6 +29,7 @@ kill -s WINCH 1; taken; echo alive`
 // SIGTERM the CLI gets still reaches the program.
 func TestLoneBinary(t *testing.T) {
 	e := newCLIEnv(t)
+	e.env = append(e.env, noSpawnEnv+"=1") // this test binary as the CLI: no helper either
 	t.Run("doctor", func(t *testing.T) {
 		r := e.run(t, "", "doctor", "--json")
 		var rep struct {

@@ -18,6 +18,7 @@ import (
 
 func TestMain(m *testing.M) {
 	nsjail.Init()
+	testSpawn = testSpawnPath()
 	// The test binary doubles as the airlock CLI in a process of its own
 	// (fault_test.go runs it under strace).
 	if os.Getenv("AIRLOCK_TEST_AS_CLI") == "1" {
@@ -183,4 +184,32 @@ func TestCPUTimeLimit(t *testing.T) {
 	if code != 137 || res.ExitCode != code || res.Status != "cpu_limit" || res.CPUTimeMS < 750 || res.CPUTimeMS > 1900 || res.Enforced.Rlimits["cpu"] != 1 {
 		t.Fatalf("exit %d, status %s, cpu %d ms, rlimits %v", code, res.Status, res.CPUTimeMS, res.Enforced.Rlimits)
 	}
+}
+
+// noSpawnEnv, set, keeps this test binary as the CLI from using
+// airlock-spawn (testSpawn): TestLoneBinary's CLI has no helper.
+const noSpawnEnv = "AIRLOCK_TEST_NO_SPAWN"
+
+// testSpawnPath is the airlock-spawn of scripts/build's test helpers
+// ($AIRLOCK_TEST_BINDIR, or bin beside this binary, as scripts/testlib.sh
+// lays them out, for this binary run as the CLI with an environment of
+// its own), "" when there is none or noSpawnEnv is set: the CLI's
+// sandboxes then get the embedded reaper.
+func testSpawnPath() string {
+	if os.Getenv(noSpawnEnv) != "" {
+		return ""
+	}
+	dir := os.Getenv("AIRLOCK_TEST_BINDIR")
+	if dir == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(filepath.Dir(exe), "bin")
+	}
+	p := filepath.Join(dir, "airlock-spawn")
+	if st, err := os.Stat(p); err != nil || st.Mode()&0o111 == 0 {
+		return ""
+	}
+	return p
 }

@@ -120,8 +120,15 @@ func blockForwarded() (string, error) {
 // holds 32 MiB of Go's heap index) is far larger than a small program's:
 // under a small RLIMIT_DATA its exec failed (SIGSEGV) where
 // airlock-spawn's ran.
+//
+// And the CPU-time limit: RLIMIT_CPU counts a process's own CPU time,
+// which an exec keeps, so set in the init it would count the init's and
+// the reaper's start against pid 1 (under a slow CPU, the cgroup v2
+// guest's emulation, a 1 s budget killed pid 1 before the program
+// started); set in the reaper's child, it counts the program's alone, as
+// a waiting reaper's already does.
 func deferredToReaper(resource int) bool {
-	return resource == unix.RLIMIT_DATA || resource == unix.RLIMIT_AS
+	return resource == unix.RLIMIT_DATA || resource == unix.RLIMIT_AS || resource == unix.RLIMIT_CPU
 }
 
 // execReaper execs the reaper from reaperFD with the status socket; the
