@@ -53,7 +53,8 @@ type Mount struct {
 type Policy struct {
 	// Timeout is the wall-clock limit. 0 = 30s.
 	Timeout Duration `json:"timeout,omitempty"`
-	// CPUTime is a CPU-time budget for the whole run. 0 = none.
+	// CPUTime is a CPU-time budget for the whole run: the program and
+	// everything it starts, not the sandbox's own setup. 0 = none.
 	CPUTime Duration `json:"cpu_time,omitempty"`
 	// KillGrace is how long the program has to end after the CLI passed
 	// on a SIGINT or SIGTERM it received, before the sandbox is killed.
