@@ -669,12 +669,15 @@ func TestFaultInjection(t *testing.T) {
 			for attempt := 1; attempt <= 3; attempt++ {
 				r := h.runEnv(t, env, args...)
 				collateral, missed := f.injected(r.calls)
-				if r.hung && missed != "" && len(collateral) > 0 && attempt < 3 {
+				if r.hung && missed != "" && len(collateral) > 0 {
 					// The ordinal hit only another thread's call, inside Go's
 					// own machinery: an EIO on os.StartProcess's exec-status
 					// pipe makes it wait for a child that waits for the CLI
-					// (ci3 of 2026-11-28, rootless). Not the case's target:
-					// its leftovers checked, then once more.
+					// (ci3 of 2026-11-28, rootless; under -race, two attempts
+					// of three of read/program on 2026-12-01). Not the case's
+					// target: its leftovers checked, then once more, and a
+					// case that never reaches its target is not injectable
+					// in this mode.
 					h.checkLeft(t, r, true)
 					t.Logf("attempt %d: another thread's call was hit and the CLI hung until killed at %v: %v", attempt, runLimit, collateral)
 					blocked = append(blocked, collateral...)
