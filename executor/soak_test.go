@@ -22,11 +22,12 @@ type soakKind struct {
 
 const forkBomb = `
 import os
+first = os.getpid()  # the program: pid 1's child, under the reaper
 try:
     while True:
         os.fork()
 except BlockingIOError:
-    if os.getpid() == 1:
+    if os.getpid() == first:
         print("limit")
 `
 
@@ -45,7 +46,7 @@ func soakKinds(withCgroup bool) []soakKind {
 		{"seccomp kill", executor.Request{Language: "python", Code: "import os; os.getppid()", Policy: kill}, nsjail.StatusSeccompViolation},
 		{"output flood", executor.Request{Args: []string{"head", "-c", "10000000", "/dev/zero"}, Policy: flood}, nsjail.StatusOutputLimit},
 		// Every process forks until the task limit says EAGAIN, then exits;
-		// pid 1 reports that it hit the limit.
+		// the program's first process reports that it hit the limit.
 		{"fork bomb", executor.Request{Language: "python", Code: forkBomb, Policy: bomb}, nsjail.StatusOK},
 	}
 	if withCgroup {
