@@ -151,6 +151,12 @@ func (l *Live) Err() error {
 	}
 }
 
+// Enforced is what the sandbox enforces (its processes' Result.Enforced).
+func (l *Live) Enforced() Enforced { return l.p.s.enforced }
+
+// HostIDs are the host uid and gid the sandbox's user maps to.
+func (l *Live) HostIDs() (uid, gid int) { return hostIDs(l.p.s.spec) }
+
 // Cgroup is the sandbox's cgroup (nil if it has none).
 func (l *Live) Cgroup() cgroups.Group { return l.p.s.spec.Cgroup }
 
