@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,10 +21,12 @@ import (
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
-func liveExecutor(t *testing.T) *executor.Executor {
+func liveExecutor(t testing.TB) *executor.Executor {
 	t.Helper()
 	testutil.RequireUserNS(t)
-	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t), SpawnPath: testutil.RequireReaper(t)})
+	// As serve runs them: a cgo-free init and the spawn helper (the test
+	// binary has no build token: scripts/testlib.sh builds this init without).
+	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t), SpawnPath: testutil.RequireReaper(t), InitPath: filepath.Join(testutil.BinDir(t), "airlock-init-plain")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +435,7 @@ func TestLiveSandboxMemory(t *testing.T) {
 	testutil.RequireBinary(t, "python3")
 	ex := liveExecutor(t)
 	if !ex.Host().Has(policy.CheckCgroup) {
-		t.Skip("no cgroup for this user here (rootless on cgroup v1): a sandbox-wide memory limit needs one; TestLiveSandboxConfinement runs as root")
+		t.Skip("no cgroup for this user here (rootless on cgroup v1): a sandbox-wide memory limit needs one; this test runs as root")
 	}
 	p := livePolicy(ex)
 	p.Memory = 512 << 20
