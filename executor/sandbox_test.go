@@ -499,3 +499,27 @@ func TestLiveSandboxTimeouts(t *testing.T) {
 		t.Fatal("ended sandboxes still listed")
 	}
 }
+
+// Follow delivers both streams whole and returns at the process's end,
+// also for a terminal (whose output is all stdout) and when the end
+// comes with the last data.
+func TestLiveSandboxFollow(t *testing.T) {
+	ex := liveExecutor(t)
+	s := newLive(t, ex, executor.SandboxConfig{Policy: livePolicy(ex)})
+	for _, tty := range []*executor.TTYSize{nil, {Rows: 24, Cols: 80}} {
+		p, err := s.Exec(t.Context(), executor.ProcessRequest{Command: "echo out; echo err >&2", TTY: tty})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		err = p.Follow(ctx, 0, 0, func(stream string, data []byte) error { got[stream] += string(data); return nil })
+		cancel()
+		if err != nil {
+			t.Fatalf("tty %v: %v", tty != nil, err)
+		}
+		if tty == nil && (got["stdout"] != "out\n" || got["stderr"] != "err\n") || tty != nil && got["stdout"] != "out\r\nerr\r\n" {
+			t.Fatalf("tty %v: %q", tty != nil, got)
+		}
+	}
+}
