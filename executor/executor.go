@@ -196,8 +196,9 @@ func New(cfg Config) (*Executor, error) {
 func (e *Executor) Host() *policy.Host { return e.host.Clone() }
 
 // FilterCached reports whether the seccomp filter of p is at hand without
-// compiling it: profile "none", compiled before by this Executor, or in
-// its disk cache (Config.SeccompCacheDir; it is then loaded for the run).
+// compiling it: profile "none", the default profile's compiled ahead
+// (seccomp.Precompiled), compiled before by this Executor, or in its disk
+// cache (Config.SeccompCacheDir; it is then loaded for the run).
 // A binary without libseccomp (seccomp.CanCompile false) can run only
 // such policies; the CLI that scripts/build makes hands the others to
 // airlock-daemon. A policy that does not validate reports true: its run
@@ -678,7 +679,8 @@ func launchSpec(cfg Config, req Request) (nsjail.Spec, bool) {
 // two things beyond computing: it reads the files the policy names (an
 // imported seccomp profile, mount sources and the workspace, to check
 // them), and it compiles the policy's seccomp filter once per distinct
-// filter, caching it in this Executor's memory and, with
+// filter (the default profile's is compiled ahead, built in:
+// seccomp.Precompiled), caching it in this Executor's memory and, with
 // Config.SeccompCacheDir, on disk (that directory is made if missing, mode
 // 0700; one file per filter, written to a temporary name and renamed; a
 // filter found there is read instead of compiled).

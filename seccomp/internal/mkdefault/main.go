@@ -22,7 +22,6 @@ import (
 	"strconv"
 
 	"github.com/airlock-sandbox/airlock/seccomp"
-	libseccomp "github.com/seccomp/libseccomp-golang"
 )
 
 func main() {
@@ -32,7 +31,7 @@ func main() {
 	api := flag.Uint("api", 0, "the libseccomp API level to assume (0: the kernel's); under qemu-user, which has no seccomp, libseccomp would refuse KILL_PROCESS")
 	flag.Parse()
 	if *api != 0 {
-		if err := libseccomp.SetAPI(*api); err != nil {
+		if err := setAPI(*api); err != nil {
 			fail(err)
 		}
 	}
