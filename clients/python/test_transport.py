@@ -95,7 +95,7 @@ class Fake:
                 self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
             self.addr = "%s://127.0.0.1:%d" % ("https" if tls else "http", self.server.server_address[1])
         self.server.handle_error = lambda *a: None  # a client that gave up: its broken pipe
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
     def close(self):
@@ -219,6 +219,17 @@ class ErrorMapping(unittest.TestCase):
         self.addCleanup(shutil.rmtree, d)
         for e in Both.call("unix:" + os.path.join(d, "none.sock"), lambda c: c.health()):
             self.assertIsInstance(e, al.ConnectError, e)
+
+    @unittest.skipIf(os.geteuid() == 0, "root connects whatever the socket's mode (the rootless pass runs this)")
+    def test_socket_mode_refuses(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        f = Fake({("GET", "/healthz"): js(200, {"status": "ok"})}, unix=os.path.join(d, "s.sock"))
+        self.addCleanup(f.close)
+        os.chmod(os.path.join(d, "s.sock"), 0)
+        for e in Both.call(f.addr, lambda c: c.health()):
+            self.assertIsInstance(e, al.AccessDeniedError, e)
+            self.assertEqual((e.error_class, e.retryable), ("invalid", False))
 
     def test_bad_addresses(self):
         for a in ("ftp://x", "unix:", "http://h:1/path", "x"):
