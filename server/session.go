@@ -170,7 +170,6 @@ func (s *Server) handleSessionDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-
 func (s *Server) handleSessionRun(w http.ResponseWriter, r *http.Request) {
 	se := s.lookup(w, r)
 	if se == nil {
