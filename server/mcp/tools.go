@@ -65,10 +65,10 @@ type SessionOpenIn struct {
 
 // SessionOut is the output of session_open and session_close.
 type SessionOut struct {
-	Session     string            `json:"session"`
-	Closed      bool              `json:"closed,omitempty"`
-	IdleTimeout string            `json:"idle_timeout,omitempty"`
-	Timeout     string            `json:"timeout,omitempty"`
+	Session     string `json:"session"`
+	Closed      bool   `json:"closed,omitempty"`
+	IdleTimeout string `json:"idle_timeout,omitempty"`
+	Timeout     string `json:"timeout,omitempty"`
 	// WorkspaceLimit is the size of the session's /workspace.
 	WorkspaceLimit int64             `json:"workspace_limit_bytes,omitempty" jsonschema:"the most bytes /workspace holds (a write past it fails: no space left on device)"`
 	Lifetime       string            `json:"lifetime,omitempty" jsonschema:"the session closes this long after it opened, however busy"`
