@@ -223,6 +223,9 @@ func (s *Server) ReadSessionFile(id, name string, max int64) ([]byte, int64, err
 	if err != nil {
 		return nil, 0, err
 	}
+	if err := checkPath(name); err != nil {
+		return nil, 0, err
+	}
 	f, fi, err := se.sb.OpenFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, noSuchFile(name)
@@ -257,6 +260,9 @@ func (s *Server) WriteSessionFile(id, name string, data []byte) error {
 	}
 	if int64(len(data)) > s.cfg.MaxRequest {
 		return policy.Invalid("content", "%d bytes, more than the server's --max-request of %d", len(data), s.cfg.MaxRequest)
+	}
+	if err := checkPath(name); err != nil {
+		return err
 	}
 	if err := roomFor(se, name, int64(len(data))); err != nil {
 		return err

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"io/fs"
 	"net/http"
+	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,8 +48,9 @@ type SessionInfo struct {
 	// ExpiresAt is the end of the session's lifetime (SessionLifetime
 	// from its creation), whatever its activity.
 	ExpiresAt time.Time `json:"expires_at"`
-	// Processes is how many processes run in it now (background ones
-	// included).
+	// Processes is how many of the processes its runs and execs started
+	// run now (not what they left in the background: those are the
+	// sandbox's, killed when it closes).
 	Processes int `json:"processes"`
 	// MemoryBytes is what its processes use now, together (0 if the host
 	// cannot tell).
@@ -247,18 +250,45 @@ func (s *Server) handleSessionFiles(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, l.Files)
 }
 
-// listFiles lists se's workspace, at most max entries, without reading
-// their content.
+// listDepth is how deep a session's file listing walks (as an exec's
+// collected files: executor.FileLimits' default).
+const listDepth = 16
+
+// listFiles lists se's workspace (its files, links and others; not its
+// directories), in path order, at most max entries, without opening any.
 func listFiles(se *session, max int) (FileListing, error) {
-	l, err := se.sb.Files(executor.FileLimits{MaxFiles: max, MaxFileBytes: 1, MaxTotal: 1})
+	infos, err := se.sb.ListDir(".", listDepth)
 	if err != nil {
 		return FileListing{}, err
 	}
-	out := FileListing{Files: []FileEntry{}, Total: l.Total, Omitted: l.Omitted}
-	for _, f := range l.Files {
-		out.Files = append(out.Files, FileEntry{Path: f.Path, Size: f.Size, Skipped: f.Skipped})
+	out := FileListing{Files: []FileEntry{}}
+	for _, fi := range infos {
+		if fi.Type == "dir" {
+			continue
+		}
+		out.Total++
+		if len(out.Files) == max {
+			out.Omitted++
+			continue
+		}
+		e := FileEntry{Path: fi.Path, Size: fi.Size}
+		if fi.Type != "file" {
+			e.Skipped = fi.Type // symlink, other: listed, never followed
+		}
+		out.Files = append(out.Files, e)
 	}
 	return out, nil
+}
+
+// checkPath refuses a workspace path that is not clean and relative
+// (the library would resolve "../x" to "x" inside the workspace: a
+// request that says "..", or an absolute path, is refused instead, as it
+// was before sessions were live).
+func checkPath(name string) error {
+	if name == "" || path.IsAbs(name) || path.Clean(name) != name || name == "." || name == ".." || strings.HasPrefix(name, "../") || strings.ContainsRune(name, 0) {
+		return policy.Invalid("path", "%q must be a clean path relative to /workspace (no .., not absolute)", name)
+	}
+	return nil
 }
 
 // noSuchFile is the error of a path that is not in the workspace.
@@ -274,6 +304,10 @@ func (s *Server) handleSessionDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("path")
+	if err := checkPath(name); err != nil {
+		s.fail(w, 0, err, nil)
+		return
+	}
 	f, fi, err := se.sb.OpenFile(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -304,6 +338,10 @@ func (s *Server) handleSessionUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("path")
+	if err := checkPath(name); err != nil {
+		s.fail(w, 0, err, nil)
+		return
+	}
 	if err := roomFor(se, name, r.ContentLength); err != nil {
 		s.fail(w, http.StatusRequestEntityTooLarge, err, nil)
 		return
@@ -338,9 +376,11 @@ func roomFor(se *session, name string, n int64) error {
 	return nil
 }
 
-// noSpace reports whether err is the workspace's limit (ENOSPC, EDQUOT).
+// noSpace reports whether err is the workspace's limit: the library's
+// refusal naming workspace_size (ENOSPC, EDQUOT), or the errno itself.
 func noSpace(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+	var inv *policy.InvalidError
+	return errors.As(err, &inv) && inv.Field == "workspace_size" || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // workspaceFull is the refusal of a write that ran out of room.

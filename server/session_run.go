@@ -116,40 +116,24 @@ func (s *Server) runProcess(ctx context.Context, se *session, req executor.Reque
 			return nil, policy.Invalid("stdin", "reading it: %v", err)
 		}
 	}
-	pr.Stdin = len(stdin) > 0
-	p, err := se.sb.Exec(ctx, pr)
+	var r *executor.ProcessResult
+	var err error
+	if req.Stdout == nil {
+		// Captured: the library's foreground run (the first MaxOutput
+		// bytes of each stream kept, past them killed: output_limit; the
+		// context's end kills it: cancelled).
+		if len(stdin) == 0 {
+			stdin = nil
+		}
+		r, err = se.sb.Run(ctx, pr, stdin)
+	} else {
+		r, err = streamProcess(ctx, se.sb, pr, stdin, req.Stdout, req.Stderr)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if pr.Stdin {
-		go func() {
-			// A program that never reads its stdin must not hold the
-			// call: the write ends with the process.
-			p.Write(stdin)
-			p.CloseStdin()
-		}()
-	}
-	// The client going away (or the drain's deadline, or a stream past
-	// its cap) kills the process, as it kills a one-shot run.
-	stop := context.AfterFunc(ctx, func() { p.Kill() })
-	defer stop()
 	streamed := req.Stdout != nil
-	var relay func()
-	if streamed {
-		relay = follow(ctx, p, req.Stdout, req.Stderr)
-	}
-	r, err := p.Wait(context.WithoutCancel(ctx))
-	if relay != nil {
-		relay()
-	}
-	if err != nil {
-		return nil, err
-	}
 	res := &SessionResult{Result: executor.Result{Result: r.Result, Language: req.Language}, PID: r.PID}
-	if ctx.Err() != nil && res.Status == nsjail.StatusSignaled {
-		// Our kill: the caller's cancellation, as a one-shot run says it.
-		res.Status = nsjail.StatusCancelled
-	}
 	if streamed {
 		res.Stdout, res.Stderr, res.StdoutEncoding, res.StderrEncoding = "", "", "", ""
 	}
@@ -179,6 +163,39 @@ func fileError(se *session, name string, err error) error {
 		return workspaceFull(se, name, err)
 	}
 	return err
+}
+
+// streamProcess runs pr in sb, passing its output to stdout and stderr
+// as it comes (the caller caps them: past its cap it cancels ctx), and
+// waits for its end. The context's end kills it: status cancelled.
+func streamProcess(ctx context.Context, sb *executor.Sandbox, pr executor.ProcessRequest, stdin []byte, stdout, stderr io.Writer) (*executor.ProcessResult, error) {
+	pr.Stdin = len(stdin) > 0
+	p, err := sb.Exec(ctx, pr)
+	if err != nil {
+		return nil, err
+	}
+	if pr.Stdin {
+		go func() {
+			// A program that never reads its stdin must not hold the
+			// call: the write ends with the process.
+			p.Write(stdin)
+			p.CloseStdin()
+		}()
+	}
+	relay := follow(ctx, p, stdout, stderr)
+	var r *executor.ProcessResult
+	select {
+	case <-p.Done():
+		r, _ = p.Wait(ctx)
+	case <-ctx.Done():
+		p.Kill()
+		r, _ = p.Wait(context.WithoutCancel(ctx))
+		if r != nil && r.Status == nsjail.StatusSignaled {
+			r.Status = nsjail.StatusCancelled // our kill, as Run says it
+		}
+	}
+	relay()
+	return r, nil
 }
 
 // follow passes p's output to stdout and stderr as it comes, until the

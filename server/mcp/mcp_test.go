@@ -459,7 +459,7 @@ func TestRunCode(t *testing.T) {
 	_, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "rm_rf"})
 	var werr *jsonrpc.Error
 	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, `unknown tool "rm_rf"`) ||
-		!strings.Contains(werr.Message, "capabilities, list_files, read_file, run_code, session_close, session_open, session_run, write_file") ||
+		!strings.Contains(werr.Message, "capabilities, http_request, list_files, process_input, process_list, process_output, process_signal, process_start, read_file, run_code, session_close, session_open, session_run, write_file") ||
 		!strings.Contains(werr.Message, "nothing ran") {
 		t.Errorf("unknown tool: %v", err)
 	}
