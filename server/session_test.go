@@ -234,4 +234,54 @@ func dirSize(dir string) int64 {
 	return n
 }
 
-var _ = policy.ErrInvalid
+// The workspace is bounded (the served workspace_size, 32 MiB here) and
+// never the host's disk: the issue's 3 GB dd fails inside with ENOSPC
+// (python's write too, errno 28) and the server's work dir does not grow;
+// an upload whose length is past the room left is refused before
+// writing (413), one that fills the workspace while streamed is refused
+// with 507 and leaves nothing; freeing room makes room.
+func TestSessionWorkspaceLimit(t *testing.T) {
+	const limit = 32 << 20
+	e := start(t, 0, func(c *server.Config) { c.Policy.WorkspaceSize = limit })
+	s := e.newSession(t, "{}")
+	if s.Workspace.Limit != limit {
+		t.Fatalf("workspace limit %d, want %d", s.Workspace.Limit, limit)
+	}
+	before := dirSize(e.work)
+	res := e.sh(t, s.ID, "dd if=/dev/zero of=big bs=1M count=3072 2>&1; echo rc=$?")
+	if !strings.Contains(res.Stdout, "No space left on device") || strings.Contains(res.Stdout, "rc=0") {
+		t.Fatalf("dd past the limit: %+v", res)
+	}
+	if grown := dirSize(e.work) - before; grown > 1<<20 {
+		t.Fatalf("the server's work dir grew by %d bytes during the dd", grown)
+	}
+	code, _, b := e.do(t, "GET", "/v1/sessions/"+s.ID, "")
+	var info server.SessionInfo
+	if json.Unmarshal(b, &info) != nil || code != 200 || info.Workspace.Used < limit-(1<<20) || info.Workspace.Limit != limit {
+		t.Fatalf("the session's JSON after the dd: %d %s", code, b)
+	}
+	body, _ := json.Marshal(map[string]any{"language": "python", "code": "import errno\ntry:\n    open('more', 'wb').write(b'x' * (8 << 20))\nexcept OSError as e:\n    print(errno.errorcode[e.errno])"})
+	code, _, b = e.do(t, "POST", "/v1/sessions/"+s.ID+"/exec", string(body), "Content-Type", "application/json")
+	if code != 200 || !strings.Contains(string(b), `"stdout":"ENOSPC\n"`) {
+		t.Fatalf("python's write past the limit: %d %s", code, b)
+	}
+	if res := e.sh(t, s.ID, "rm -f big more"); res.Status != "ok" {
+		t.Fatalf("rm: %+v", res)
+	}
+	// Past the room, said by its length: refused before writing.
+	code, b = e.put(t, s.ID, "up.bin", bytes.NewReader(make([]byte, limit+1)), limit+1)
+	if info := errorOf(t, b); code != 413 || info.Class != policy.ClassInvalid || info.Field != "content" {
+		t.Fatalf("an upload past the room: %d %s", code, b)
+	}
+	// Past the room while streamed (no length): 507, nothing left.
+	code, b = e.put(t, s.ID, "up.bin", io.MultiReader(bytes.NewReader(make([]byte, limit/2)), bytes.NewReader(make([]byte, limit))), -1)
+	if info := errorOf(t, b); code != 507 || info.Class != policy.ClassInvalid {
+		t.Fatalf("a chunked upload past the room: %d %s", code, b)
+	}
+	if code, _, b := e.do(t, "GET", "/v1/sessions/"+s.ID+"/files/up.bin", ""); code != 404 {
+		t.Fatalf("the refused upload left a file: %d %d bytes", code, len(b))
+	}
+	if code, b := e.put(t, s.ID, "ok.bin", bytes.NewReader(make([]byte, limit/2)), limit/2); code != 204 {
+		t.Fatalf("an upload within the room after the refusals: %d %s", code, b)
+	}
+}
