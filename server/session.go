@@ -350,8 +350,7 @@ func (s *Server) handleSessionUpload(w http.ResponseWriter, r *http.Request) {
 		status := 0
 		if noSpace(err) {
 			status = http.StatusInsufficientStorage
-			se.sb.Remove(name)
-			err = workspaceFull(se, name, err)
+			err = workspaceFull(se, name)
 		}
 		s.fail(w, status, err, nil)
 		return
@@ -383,10 +382,12 @@ func noSpace(err error) bool {
 	return errors.As(err, &inv) && inv.Field == "workspace_size" || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
-// workspaceFull is the refusal of a write that ran out of room.
-func workspaceFull(se *session, name string, err error) error {
-	ws := se.sb.Info().Workspace
-	return policy.Invalid("content", "%s: the session's workspace is full (its limit is %d bytes; %d used): %v; the partial file was removed", name, ws.Limit, ws.Used, err)
+// workspaceFull is the refusal of a write of name that ran out of room:
+// its partial file is removed.
+func workspaceFull(se *session, name string) error {
+	limit := se.sb.Info().Workspace.Limit
+	se.sb.Remove(name)
+	return policy.Invalid("content", "%s: no space left on device: the session's workspace is full (its limit is %d bytes); the partial file was removed: remove files first, or open a session with a larger workspace", name, limit)
 }
 
 // closeSessions closes every session (Drain).

@@ -159,8 +159,7 @@ func (s *Server) runProcess(ctx context.Context, se *session, req executor.Reque
 // workspace's limit is named as such.
 func fileError(se *session, name string, err error) error {
 	if noSpace(err) {
-		se.sb.Remove(name)
-		return workspaceFull(se, name, err)
+		return workspaceFull(se, name)
 	}
 	return err
 }
