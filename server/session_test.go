@@ -115,6 +115,29 @@ for i in range(200):
 	if code != 200 || !strings.Contains(string(b), `"stdout":"served\n"`) {
 		t.Fatalf("the next call fetching the server: %d %s", code, b)
 	}
+	// Streamed (NDJSON): the output as lines, then the result, though a
+	// process it left behind holds its stdout open.
+	marker2 := uniqueSleep()
+	body, _ = json.Marshal(map[string]any{"language": "sh", "code": "echo a; sleep " + marker2 + " & echo b"})
+	code, hdr, b := e.do(t, "POST", "/v1/sessions/"+s.ID+"/exec", string(body), "Content-Type", "application/json", "Accept", "application/x-ndjson")
+	var out strings.Builder
+	var last map[string]json.RawMessage
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var l map[string]json.RawMessage
+		if json.Unmarshal([]byte(line), &l) != nil {
+			t.Fatalf("not NDJSON: %q", b)
+		}
+		var text string
+		json.Unmarshal(l["stdout"], &text)
+		out.WriteString(text)
+		last = l
+	}
+	if code != 200 || hdr.Get("Content-Type") != "application/x-ndjson" || out.String() != "a\nb\n" || !strings.Contains(string(last["result"]), `"status":"ok"`) {
+		t.Fatalf("streamed exec: %d %s", code, b)
+	}
+	if n := len(testutil.HostProcsWith("sleep", marker2)); n != 1 {
+		t.Fatalf("the host sees %d of the streamed exec's background sleep, want 1", n)
+	}
 	code, _, b = e.do(t, "GET", "/v1/sessions/"+s.ID, "")
 	var info server.SessionInfo
 	if code != 200 || json.Unmarshal(b, &info) != nil || info.ExpiresAt.IsZero() || info.Workspace.Limit <= 0 || info.Workspace.Used <= 0 {
@@ -123,8 +146,8 @@ for i in range(200):
 	if code, _, b := e.do(t, "DELETE", "/v1/sessions/"+s.ID, ""); code != 204 {
 		t.Fatalf("DELETE: %d %s", code, b)
 	}
-	if n := len(testutil.HostProcsWith("sleep", marker)); n != 0 {
-		t.Fatalf("after DELETE the host sees %d of the sleep", n)
+	if n := len(testutil.HostProcsWith("sleep", marker)) + len(testutil.HostProcsWith("sleep", marker2)); n != 0 {
+		t.Fatalf("after DELETE the host sees %d of the sleeps", n)
 	}
 	if n := len(testutil.HostProcsWith("http.server", "8000")); n != 0 {
 		t.Fatalf("after DELETE the host sees %d http.server", n)

@@ -32,9 +32,9 @@
 // Each tool has an input and an output schema; a call's result carries
 // the structured output and a readable text block. Annotations are
 // true to each tool: read_file, list_files, process_output,
-// process_list and capabilities are read-only; a run never is; openWorldHint (and, for run_code,
-// destructiveHint) is set only when the served policy lets programs
-// reach a network beyond the sandbox.
+// process_list and capabilities are read-only; a run never is;
+// openWorldHint (and, for run_code, destructiveHint) is set only when
+// the served policy lets programs reach a network beyond the sandbox.
 //
 // A session's files are also resources, airlock://session/{id}/{path}
 // (a resource template), readable by the connection that opened it.

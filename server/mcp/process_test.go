@@ -64,7 +64,7 @@ func TestBackgroundServer(t *testing.T) {
 		_, out := call(t, cs, "process_output", map[string]any{"session": id, "pid": pid})
 		t.Fatalf("port %d never listened: %v", port, out)
 	}
-	r, out = call(t, cs, "write_file", map[string]any{"session": id, "path": "hello.txt", "content": "served from the sandbox"})
+	r, _ = call(t, cs, "write_file", map[string]any{"session": id, "path": "hello.txt", "content": "served from the sandbox"})
 	if r.IsError {
 		t.Fatalf("write_file: %s", textOf(r))
 	}
