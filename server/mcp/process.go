@@ -522,7 +522,7 @@ func (m *MCP) httpRequest(ctx context.Context, req *sdk.CallToolRequest, in HTTP
 	// whatever the address: nothing of the host or the network is ever
 	// dialled, and a redirect is returned, not followed.
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return sb.Dial(ctx, in.Port) },
-		DisableKeepAlives: true, Proxy: nil}
+		DisableKeepAlives: true}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := hc.Do(hreq)
