@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -151,6 +152,30 @@ for i in range(200):
 	}
 	if n := len(testutil.HostProcsWith("http.server", "8000")); n != 0 {
 		t.Fatalf("after DELETE the host sees %d http.server", n)
+	}
+}
+
+// A session that idles out kills what runs in it: a background sleep
+// is gone from the host once the session left the listing.
+func TestSessionIdleKills(t *testing.T) {
+	e := start(t, 0, nil)
+	s := e.newSession(t, `{"idle_timeout":"500ms"}`)
+	marker := uniqueSleep()
+	if res := e.sh(t, s.ID, "sleep "+marker+" >/dev/null 2>&1 &"); res.Status != "ok" {
+		t.Fatalf("sleep in the background: %+v", res)
+	}
+	if n := len(testutil.HostProcsWith("sleep", marker)); n != 1 {
+		t.Fatalf("the host sees %d of the sleep, want 1", n)
+	}
+	// Polled by listing: a file request would count as activity.
+	if !testutil.WaitFor(20*time.Second, func() bool {
+		_, _, b := e.do(t, "GET", "/v1/sessions", "")
+		return !strings.Contains(string(b), s.ID)
+	}) {
+		t.Fatal("the idle session is still listed")
+	}
+	if n := len(testutil.HostProcsWith("sleep", marker)); n != 0 {
+		t.Fatalf("after the idle timeout the host sees %d of the sleep", n)
 	}
 }
 

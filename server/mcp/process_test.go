@@ -220,3 +220,37 @@ func TestCodeBesideUserFiles(t *testing.T) {
 		t.Fatalf("main.py after: %v %s", out, textOf(r))
 	}
 }
+
+// The end of the client's connection closes its sessions and kills what
+// runs in them: a background sleep is gone from the host.
+func TestConnectionEndKills(t *testing.T) {
+	e := start(t, nil)
+	ct, st := sdk.NewInMemoryTransports()
+	ss, err := e.m.Server().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := openSession(t, cs)
+	marker := uniqueSleep()
+	if r, out := call(t, cs, "process_start", map[string]any{"session": id, "argv": []string{"sleep", marker}}); r.IsError {
+		t.Fatalf("process_start: %v %s", out, textOf(r))
+	}
+	if n := len(testutil.HostProcsWith("sleep", marker)); n != 1 {
+		t.Fatalf("the host sees %d of the sleep, want 1", n)
+	}
+	cs.Close()
+	ss.Wait()
+	// The connection's end is handled by a goroutine of its own: wait
+	// for it to have closed the session (its Close returns once every
+	// process is dead).
+	if !testutil.WaitFor(20*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", marker)) == 0 }) {
+		t.Fatalf("the host still sees the sleep after the connection ended (session open: %v)", e.srv.SessionOpen(id))
+	}
+	if e.srv.SessionOpen(id) {
+		t.Fatal("the session outlived its connection")
+	}
+}
