@@ -185,7 +185,7 @@ func streamProcess(ctx context.Context, sb *executor.Sandbox, pr executor.Proces
 	var r *executor.ProcessResult
 	select {
 	case <-p.Done():
-		r, _ = p.Wait(ctx)
+		r, _ = p.Wait(context.WithoutCancel(ctx)) // done: at once
 	case <-ctx.Done():
 		p.Kill()
 		r, _ = p.Wait(context.WithoutCancel(ctx))
