@@ -136,8 +136,9 @@ for i in range(200):
 	if code != 200 || hdr.Get("Content-Type") != "application/x-ndjson" || out.String() != "a\nb\n" || !strings.Contains(string(last["result"]), `"status":"ok"`) {
 		t.Fatalf("streamed exec: %d %s", code, b)
 	}
-	if n := len(testutil.HostProcsWith("sleep", marker2)); n != 1 {
-		t.Fatalf("the host sees %d of the streamed exec's background sleep, want 1", n)
+	// (The shell may return before its child has exec'd sleep.)
+	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", marker2)) == 1 }) {
+		t.Fatalf("the host sees %d of the streamed exec's background sleep, want 1", len(testutil.HostProcsWith("sleep", marker2)))
 	}
 	code, _, b = e.do(t, "GET", "/v1/sessions/"+s.ID, "")
 	var info server.SessionInfo
@@ -164,8 +165,9 @@ func TestSessionIdleKills(t *testing.T) {
 	if res := e.sh(t, s.ID, "sleep "+marker+" >/dev/null 2>&1 &"); res.Status != "ok" {
 		t.Fatalf("sleep in the background: %+v", res)
 	}
-	if n := len(testutil.HostProcsWith("sleep", marker)); n != 1 {
-		t.Fatalf("the host sees %d of the sleep, want 1", n)
+	// (The shell may return before its child has exec'd sleep.)
+	if !testutil.WaitFor(10*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", marker)) == 1 }) {
+		t.Fatal("the host never sees the sleep")
 	}
 	// Polled by listing: a file request would count as activity.
 	if !testutil.WaitFor(20*time.Second, func() bool {
