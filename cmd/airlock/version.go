@@ -18,6 +18,12 @@ import (
 // runs with -buildvcs=false or outside a checkout.
 var commit string
 
+// release and commitDate are set by scripts/release (-X main.release=...
+// -X main.commitDate=...): the release's version, printed in place of the
+// module's, and the commit's date (not the build's: a rebuild of the
+// commit prints, and is, the same). scripts/build sets commitDate too.
+var release, commitDate string
+
 // commands are airlock's commands, in the order help lists them.
 var commands = []string{"run", "exec", "doctor", "posture", "policy", "serve", "mcp", "help", "version", "completion"}
 
@@ -52,6 +58,12 @@ func versionCmd(stdout io.Writer) int {
 	}
 	if commit != "" {
 		vcs = commit
+	}
+	if release != "" {
+		version = release
+	}
+	if commitDate != "" {
+		vcs += " " + commitDate
 	}
 	or := func(s, def string) string {
 		if s == "" {
