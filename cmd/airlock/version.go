@@ -186,6 +186,13 @@ func completionCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	b.WriteString("  esac\n  [[ ${#COMPREPLY[@]} -gt 0 || $cur == -* ]] || COMPREPLY=($(compgen -f -- \"$cur\"))\n}\ncomplete -F _airlock airlock\n")
+	if args[0] == "zsh" {
+		// Installed in zsh's fpath (the Debian package's
+		// vendor-completions/_airlock), this file is loaded by the first
+		// completion of airlock, which it must then also answer: else
+		// that first Tab only loads it. Sourced, it is no completion.
+		b.WriteString("if [[ -n ${compstate[context]-} ]]; then _bash_complete -F _airlock; fi\n")
+	}
 	fmt.Fprint(stdout, b.String())
 	return 0
 }
