@@ -96,6 +96,8 @@ func cli(args []string) int {
 		return versionCmd(os.Stdout)
 	case "completion":
 		return completionCmd(args[1:], os.Stdout, os.Stderr)
+	case manCommand: // hidden: scripts/release's man pages (manpage.go)
+		return manCmd(args[1:], os.Stdout, os.Stderr)
 	}
 	return usageError(os.Stdout, os.Stderr, unknownCommand(args[0]))
 }
