@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"math"
 	"mime"
 	"net/http"
@@ -118,7 +119,7 @@ func (s *Server) processRequest(ls *liveSandbox, b *ProcessBody) (executor.Proce
 	if b.StdinOpen && !b.Background {
 		return req, nil, policy.Invalid("stdin_open", "goes with background: true (a foreground process gets its stdin in the request)")
 	}
-	req.Stdin = b.Background && (b.StdinOpen || len(stdin) > 0 || b.PTY != nil)
+	req.Stdin = b.StdinOpen || len(stdin) > 0 || b.PTY != nil
 	limit := time.Duration(ls.pol.Timeout)
 	if b.Timeout != nil {
 		switch t := time.Duration(*b.Timeout); {
@@ -158,66 +159,130 @@ func (s *Server) handleProcessStart(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, 0, err, nil)
 		return
 	}
-	// A background process outlives its request: it starts under a
-	// context of its own (the sandbox bounds it). A foreground one is
-	// its request's: a client that leaves kills it (not the sandbox).
-	ctx := context.WithoutCancel(r.Context())
-	if !b.Background {
-		var cancel context.CancelFunc
-		ctx, cancel = s.runContext(r)
+	if !b.Background && !wantsNDJSON(r) {
+		// The foreground form: the library's Run (its output past
+		// max_output kills it, output_limit; the client leaving kills
+		// it, cancelled). The process limit is checked, not held: a few
+		// requests at once may pass it together, bounded by the
+		// sandbox's pids limit.
+		ls.start.Lock()
+		err := s.admitProcess(ls)
+		ls.start.Unlock()
+		if err != nil {
+			s.fail(w, http.StatusTooManyRequests, err, nil)
+			return
+		}
+		ctx, cancel := s.runContext(r)
 		defer cancel()
+		if len(stdin) == 0 {
+			stdin = nil
+		}
+		res, err := ls.sb.Run(ctx, req, stdin)
+		if err != nil {
+			s.fail(w, s.closedStatus(err), s.killedByDrain(err), nil)
+			return
+		}
+		if r.Context().Err() == nil {
+			writeJSON(w, http.StatusOK, res)
+		}
+		return
 	}
+	// A background process outlives its request: it starts under a
+	// context of its own (the sandbox bounds it). A streamed foreground
+	// one is its request's: a client that leaves kills it (not the
+	// sandbox).
 	ls.start.Lock()
 	if err := s.admitProcess(ls); err != nil {
 		ls.start.Unlock()
 		s.fail(w, http.StatusTooManyRequests, err, nil)
 		return
 	}
-	p, err := ls.sb.Exec(ctx, req)
+	p, err := ls.sb.Exec(context.WithoutCancel(r.Context()), req)
 	ls.start.Unlock()
 	if err != nil {
 		s.fail(w, s.closedStatus(err), err, nil)
 		return
 	}
-	if len(stdin) > 0 || (req.Stdin && !b.StdinOpen && b.PTY == nil) {
+	if len(stdin) > 0 {
 		if _, err := p.Write(stdin); err != nil {
 			s.log.Debug("process stdin", "sandbox", ls.sb.ID(), "pid", p.PID(), "error", err)
 		}
-		if !b.StdinOpen && b.PTY == nil {
-			p.CloseStdin()
-		}
+	}
+	if req.Stdin && !b.StdinOpen && b.PTY == nil {
+		p.CloseStdin()
 	}
 	if b.Background {
 		w.Header().Set("Location", "/v1/sandboxes/"+ls.sb.ID()+"/processes/"+strconv.Itoa(p.PID()))
 		writeJSON(w, http.StatusCreated, p.Info())
 		return
 	}
-	if wantsNDJSON(r) {
-		s.followProcess(w, r, ctx, p, 0, 0, true)
-		return
+	ctx, cancel := s.runContext(r)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { p.Kill() })
+	defer stop()
+	s.followProcess(w, r, ctx, p, 0, 0, "", true)
+}
+
+// follow calls fn with p's output from the offsets until p ended and
+// all of it was given (nil), ctx ends or fn fails. (Process.Follow
+// waits for both streams' ends; a pty's process has one stream, so the
+// end is taken from p.Done, and what came before it is read after.)
+func follow(ctx context.Context, p *executor.Process, offs [2]int64, fn func(stream string, data []byte) error) error {
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	go func() {
+		select {
+		case <-p.Done():
+			cancel()
+		case <-fctx.Done():
+		}
+	}()
+	err := p.Follow(fctx, offs[0], offs[1], func(stream string, data []byte) error {
+		if stream == "stderr" {
+			offs[1] += int64(len(data))
+		} else {
+			offs[0] += int64(len(data))
+		}
+		return fn(stream, data)
+	})
+	if err == nil || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
 	}
-	res, err := p.Wait(ctx)
-	if err != nil {
-		s.fail(w, 0, s.killedByDrain(err), nil)
-		return
+	if !errors.Is(err, context.Canceled) {
+		return err // fn's
 	}
-	writeJSON(w, http.StatusOK, res)
+	// p ended: its output is all in (Done is closed after the drain).
+	for i, name := range []string{"stdout", "stderr"} {
+		if data, _, _, _ := p.Output(name, offs[i]); len(data) > 0 {
+			if err := fn(name, data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // followProcess streams p's output from the offsets as NDJSON lines
 // ({"stdout": ...}, {"stderr": ...}, with "encoding": "base64" when a
 // chunk is not UTF-8), then {"result": ...} once it ended. blank drops
 // the result's captured output (it was streamed).
-func (s *Server) followProcess(w http.ResponseWriter, r *http.Request, ctx context.Context, p *executor.Process, outOff, errOff int64, blank bool) {
+func (s *Server) followProcess(w http.ResponseWriter, r *http.Request, ctx context.Context, p *executor.Process, outOff, errOff int64, only string, blank bool) {
 	st := &stream{w: w, rc: http.NewResponseController(w), limit: math.MaxInt64, cancel: func() {}, start: time.Now()}
 	out, errw := st.writer(0), st.writer(1)
-	err := p.Follow(ctx, outOff, errOff, func(name string, data []byte) error {
-		if name == "stderr" {
+	err := follow(ctx, p, [2]int64{outOff, errOff}, func(name string, data []byte) error {
+		switch {
+		case only != "" && name != only:
+		case name == "stderr":
 			errw.Write(data)
-		} else {
+		default:
 			out.Write(data)
 		}
-		return ctx.Err()
+		return nil
 	})
 	var res *executor.ProcessResult
 	if err == nil {
@@ -361,15 +426,9 @@ func (s *Server) handleProcessOutput(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v := q.Get("follow"); v == "1" || v == "true" {
-		switch which {
-		case "stdout":
-			errOff = math.MaxInt64
-		case "stderr":
-			outOff = math.MaxInt64
-		}
 		ctx, cancel := s.runContext(r)
 		defer cancel()
-		s.followProcess(w, r, ctx, p, outOff, errOff, false)
+		s.followProcess(w, r, ctx, p, outOff, errOff, which, false)
 		return
 	}
 	if which != "" {
@@ -575,7 +634,7 @@ func (s *Server) relayPTY(ctx context.Context, ls *liveSandbox, p *executor.Proc
 			}
 		}
 	}()
-	err := p.Follow(ctx, off, off, func(_ string, data []byte) error {
+	err := follow(ctx, p, [2]int64{off, off}, func(_ string, data []byte) error {
 		ls.sb.Touch()
 		return websocket.Message.Send(c, data)
 	})
