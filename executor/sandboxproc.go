@@ -529,10 +529,12 @@ func openPTY(size TTYSize) (master, slave *os.File, err error) {
 		unix.Close(m)
 		return nil, nil, err
 	}
-	sfd, err := unix.IoctlRetInt(m, unix.TIOCGPTPEER)
-	if err != nil {
+	// The slave, opened read-write through the master (TIOCGPTPEER's
+	// argument is its open flags): no path lookup in /dev/pts.
+	sfd, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(m), unix.TIOCGPTPEER, uintptr(unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC))
+	if errno != 0 {
 		unix.Close(m)
-		return nil, nil, err
+		return nil, nil, errno
 	}
 	if size.Rows == 0 {
 		size.Rows = 24
