@@ -161,7 +161,10 @@ func BenchmarkSandboxServed(b *testing.B) {
 	rows := []func(){
 		func() {
 			var sb *executor.Sandbox
-			timed(&createDirect, func() (err error) { sb, err = ex.NewSandbox(ctx, executor.SandboxConfig{Policy: srv.Policy()}); return err })
+			timed(&createDirect, func() (err error) {
+				sb, err = ex.NewSandbox(ctx, executor.SandboxConfig{Policy: srv.Policy()})
+				return err
+			})
 			sb.Close()
 		},
 		func() {
