@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -568,3 +569,54 @@ func errorsAs(err error, target **client.Error) bool {
 }
 
 var _ = executor.ErrSandboxClosed
+
+// An upgrade through the port proxy (a websocket's handshake) passes
+// through: after the sandbox's 101, the connection carries bytes both
+// ways, as a dev server's live reload needs.
+func TestSandboxProxyUpgrade(t *testing.T) {
+	testutil.RequireBinary(t, "python3")
+	e := startLive(t, nil)
+	sb, _, err := e.c.CreateSandbox(t.Context(), client.SandboxConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A server that answers any request with 101 and then echoes.
+	code := `import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 9000)); s.listen(4)
+while True:
+    c, _ = s.accept(); req = b""
+    while b"\r\n\r\n" not in req:
+        req += c.recv(4096)
+    c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+    while True:
+        d = c.recv(4096)
+        if not d: break
+        c.sendall(d.upper())
+    c.close()`
+	if _, err := sb.StartProcess(t.Context(), client.ProcessSpec{Language: "python", Code: code}); err != nil {
+		t.Fatal(err)
+	}
+	var conn net.Conn
+	var br *bufio.Reader
+	poll(t, "the upgrade through the proxy", func() bool {
+		c, err := net.Dial("unix", e.sock)
+		if err != nil {
+			return false
+		}
+		fmt.Fprintf(c, "GET /v1/sandboxes/%s/ports/9000/live HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n", sb.ID)
+		br = bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+			c.Close()
+			return false
+		}
+		conn = c
+		return true
+	})
+	defer conn.Close()
+	io.WriteString(conn, "ping")
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(br, got); err != nil || string(got) != "PING" {
+		t.Fatalf("through the upgraded connection: %q %v", got, err)
+	}
+}
