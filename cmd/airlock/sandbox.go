@@ -88,6 +88,9 @@ func sandboxCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "cp":
 		run = sc.cpFlags(fs)
 	}
+	if sub == "exec" {
+		rest = splitShortFlags(rest)
+	}
 	if err := parseFlags(fs, rest, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return 0
@@ -110,6 +113,34 @@ func sandboxCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, sc.explain(err))
 	}
 	return 0
+}
+
+// splitShortFlags spells docker's combined short flags (-it, -dit) as
+// the flag package reads them (-i -t), up to the first argument that is
+// not a flag.
+func splitShortFlags(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && strings.Trim(a[1:], "itd") == "" {
+			for _, c := range a[1:] {
+				out = append(out, "-"+string(c))
+			}
+			continue
+		}
+		out = append(out, a)
+		switch strings.TrimLeft(a, "-") {
+		case "e", "env", "w", "workdir", "timeout", "server", "token-file":
+			if i+1 < len(args) { // the flag's value
+				i++
+				out = append(out, args[i])
+			}
+		}
+	}
+	return out
 }
 
 // exitError is a process's exit code, passed on as the command's.

@@ -27,7 +27,7 @@ func runSandboxCLI(t *testing.T, s *served, stdin string, args ...string) (int, 
 // The docker-like CLI against a running serve: create prints an id; exec
 // -d leaves a dev server running that a later exec and the host (curl
 // through the port proxy) reach; exec's exit status is the program's;
-// -i passes stdin; -t -i gives bash a pty that answers 42; ps, ls, logs,
+// -i passes stdin; -ti (docker's -t -i) gives bash a pty that answers 42; ps, ls, logs,
 // kill, rm; a refusal is one line and 125, an unreachable server 75.
 // Then SIGTERM to serve ends every sandbox: nothing of them is left.
 func TestSandboxCLI(t *testing.T) {
@@ -72,7 +72,7 @@ func TestSandboxCLI(t *testing.T) {
 	if code, out, _ = runSandboxCLI(t, s, "ping\n", "exec", "-i", id, "--", "cat"); code != 0 || out != "ping\n" {
 		t.Fatalf("exec -i: %d %q", code, out)
 	}
-	if code, out, errs = runSandboxCLI(t, s, "echo $((6*7))\nexit 5\n", "exec", "-t", "-i", id, "--", "bash", "--norc", "-i"); code != 5 || !strings.Contains(out, "\r\n42\r\n") {
+	if code, out, errs = runSandboxCLI(t, s, "echo $((6*7))\nexit 5\n", "exec", "-ti", id, "--", "bash", "--norc", "-i"); code != 5 || !strings.Contains(out, "\r\n42\r\n") {
 		t.Fatalf("exec -t -i: %d %q %q", code, out, errs)
 	}
 	if code, out, _ = runSandboxCLI(t, s, "", "ps", id); code != 0 || !strings.Contains(out, strconv.Itoa(pid)+" ") || !strings.Contains(out, "http.server") {
