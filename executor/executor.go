@@ -136,7 +136,8 @@ type Executor struct {
 	// at its first call (a sync.OnceValue), not in New, so that a run of
 	// a program (the CLI's run) never stats every interpreter's path.
 	langs func() map[string]Language
-	pool  *pool // prepared sandboxes; nil = none
+	pool  *pool     // prepared sandboxes; nil = none
+	live  *livePool // prepared live sandboxes; nil = none
 
 	mu       sync.Mutex
 	filters  map[string]*seccomp.Filter // compiled, by profile hash
@@ -183,6 +184,14 @@ func New(cfg Config) (*Executor, error) {
 	host.Set(cg)
 	if cfg.Pool.Size > 0 {
 		if e.pool, err = newPool(e, cfg.Pool); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Pool.Live > 0 {
+		if e.live, err = newLivePool(e, cfg.Pool); err != nil {
+			if e.pool != nil {
+				e.pool.close()
+			}
 			return nil, err
 		}
 	}

@@ -144,18 +144,22 @@ func (e *Executor) NewSandbox(ctx context.Context, cfg SandboxConfig) (*Sandbox,
 		return nil, err
 	}
 	var g cgroups.Group
-	if spec.CgroupLimits != nil {
-		if g, err = e.groups.take(*spec.CgroupLimits); err != nil {
-			return nil, &policy.SetupError{Stage: "cgroup", Err: err}
+	var live *nsjail.Live
+	if pl := e.live.take(&spec); pl != nil {
+		live, g = pl.live, pl.g
+	} else {
+		if spec.CgroupLimits != nil {
+			if g, err = e.groups.take(*spec.CgroupLimits); err != nil {
+				return nil, &policy.SetupError{Stage: "cgroup", Err: err}
+			}
+			spec.Cgroup = g
 		}
-		spec.Cgroup = g
-	}
-	live, err := nsjail.PrepareLive(ctx, spec)
-	if err != nil {
-		if g != nil {
-			e.groups.release(g)
+		if live, err = nsjail.PrepareLive(ctx, spec); err != nil {
+			if g != nil {
+				e.groups.release(g)
+			}
+			return nil, err
 		}
-		return nil, err
 	}
 	s := &Sandbox{e: e, id: newSandboxID(), cfg: cfg, pol: p, enf: enf, live: live, group: g, enforced: live.Enforced(),
 		rl: spec.Rlimits, created: time.Now(), done: make(chan struct{}), procs: map[int]*Process{}}

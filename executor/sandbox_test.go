@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,10 +21,12 @@ import (
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
-func liveExecutor(t *testing.T) *executor.Executor {
+func liveExecutor(t testing.TB) *executor.Executor {
 	t.Helper()
 	testutil.RequireUserNS(t)
-	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t), SpawnPath: testutil.RequireReaper(t)})
+	// As serve runs them: a cgo-free init and the spawn helper (the test
+	// binary has no build token: scripts/testlib.sh builds this init without).
+	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(t), SpawnPath: testutil.RequireReaper(t), InitPath: filepath.Join(testutil.BinDir(t), "airlock-init-plain")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +435,7 @@ func TestLiveSandboxMemory(t *testing.T) {
 	testutil.RequireBinary(t, "python3")
 	ex := liveExecutor(t)
 	if !ex.Host().Has(policy.CheckCgroup) {
-		t.Skip("no cgroup for this user here (rootless on cgroup v1): a sandbox-wide memory limit needs one; TestLiveSandboxConfinement runs as root")
+		t.Skip("no cgroup for this user here (rootless on cgroup v1): a sandbox-wide memory limit needs one; this test runs as root")
 	}
 	p := livePolicy(ex)
 	p.Memory = 512 << 20
@@ -494,5 +497,29 @@ func TestLiveSandboxTimeouts(t *testing.T) {
 	}
 	if ex.Sandbox(life.ID()) != nil || len(ex.Sandboxes()) != 0 {
 		t.Fatal("ended sandboxes still listed")
+	}
+}
+
+// Follow delivers both streams whole and returns at the process's end,
+// also for a terminal (whose output is all stdout) and when the end
+// comes with the last data.
+func TestLiveSandboxFollow(t *testing.T) {
+	ex := liveExecutor(t)
+	s := newLive(t, ex, executor.SandboxConfig{Policy: livePolicy(ex)})
+	for _, tty := range []*executor.TTYSize{nil, {Rows: 24, Cols: 80}} {
+		p, err := s.Exec(t.Context(), executor.ProcessRequest{Command: "echo out; echo err >&2", TTY: tty})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		err = p.Follow(ctx, 0, 0, func(stream string, data []byte) error { got[stream] += string(data); return nil })
+		cancel()
+		if err != nil {
+			t.Fatalf("tty %v: %v", tty != nil, err)
+		}
+		if tty == nil && (got["stdout"] != "out\n" || got["stderr"] != "err\n") || tty != nil && got["stdout"] != "out\r\nerr\r\n" {
+			t.Fatalf("tty %v: %q", tty != nil, got)
+		}
 	}
 }

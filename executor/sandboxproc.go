@@ -306,6 +306,9 @@ func (p *Process) finish(drains []func()) {
 	for _, d := range drains {
 		d()
 	}
+	if p.pty != nil {
+		p.errs.setEOF() // a terminal's output is all "stdout"
+	}
 	ws := p.lp.WaitStatus()
 	oom := false
 	if g := p.s.group; g != nil && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
@@ -448,10 +451,11 @@ func (p *Process) Follow(ctx context.Context, stdoutOff, stderrOff int64, fn fun
 	names := [2]string{"stdout", "stderr"}
 	for {
 		var waits [2]<-chan struct{}
-		ended := 0
+		ended, got := 0, false
 		for i, b := range bufs {
 			data, next, _, eof, wait := b.readWait(offs[i])
 			if len(data) > 0 {
+				got = true
 				if err := fn(names[i], data); err != nil {
 					return err
 				}
@@ -464,6 +468,9 @@ func (p *Process) Follow(ctx context.Context, stdoutOff, stderrOff int64, fn fun
 		}
 		if ended == 2 {
 			return nil
+		}
+		if got {
+			continue // read again before waiting: an end may have come with the data
 		}
 		select {
 		case <-waits[0]:

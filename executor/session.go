@@ -125,6 +125,9 @@ func (e *Executor) Close() error {
 	if e.pool != nil {
 		errs = append(errs, e.pool.close())
 	}
+	if e.live != nil {
+		e.live.close()
+	}
 	if e.groups != nil {
 		e.groups.close() // after every run it may serve
 	}
