@@ -97,29 +97,36 @@ func BenchmarkServedOverhead(b *testing.B) {
 }
 
 // BenchmarkSandboxServed is what serving adds to live sandboxes, side by
-// side in one run (interleaved): create a sandbox through the library
-// (create-direct) and through the server and the Go client over a unix
-// socket (create-served; the library has no warm pool of live
-// sandboxes), a process (/bin/true, foreground) into a live sandbox
-// through the library (proc-direct) and served (proc-served), beside a
-// served one-shot /v1/run from the warm pool (run-served) and a bare
-// start of /bin/true (bare). Medians:
+// side in one run (interleaved): create a sandbox cold through the
+// library (create-cold-direct), from the warm pool of live sandboxes
+// (PoolConfig.Live, refilled before each, untimed) through the library
+// (create-warm-direct) and through the server and the Go client over a
+// unix socket (create-warm-served); a process (/bin/true, foreground) into
+// a live sandbox through the library (proc-direct) and served
+// (proc-served), beside a served one-shot /v1/run from the warm pool
+// (run-served) and a bare start of /bin/true (bare). Medians:
 //
 //	AIRLOCK_TEST_BINDIR=DIR go test -run '^$' -bench SandboxServed -benchtime 200x ./server
 func BenchmarkSandboxServed(b *testing.B) {
 	testutil.RequireUserNS(b)
 	bin := testutil.BinDir(b)
+	cfg := executor.Config{WorkDir: testutil.WorldReadableDir(b),
+		InitPath: filepath.Join(bin, "airlock-init-plain"), SpawnPath: filepath.Join(bin, "airlock-spawn")}
+	cold, err := executor.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cold.Close()
 	p := policy.Default()
-	ex, err := executor.New(executor.Config{WorkDir: testutil.WorldReadableDir(b),
-		InitPath: filepath.Join(bin, "airlock-init-plain"), SpawnPath: filepath.Join(bin, "airlock-spawn"),
-		Pool: executor.PoolConfig{Size: 1, Refill: 1, Policy: p}})
+	if !cold.Host().Has(policy.CheckCgroup) {
+		p.BestEffort = policy.DegradeLimits
+	}
+	cfg.Pool = executor.PoolConfig{Size: 1, Refill: 1, Policy: p, Live: 1}
+	ex, err := executor.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ex.Close()
-	if !ex.Host().Has(policy.CheckCgroup) {
-		p.BestEffort = policy.DegradeLimits
-	}
 	srv, err := server.New(server.Config{Executor: ex, MaxConcurrent: 2, Policy: p, MaxSandboxes: 8})
 	if err != nil {
 		b.Fatal(err)
@@ -139,7 +146,7 @@ func BenchmarkSandboxServed(b *testing.B) {
 	}
 	defer c.Close()
 	ctx := b.Context()
-	direct, err := ex.NewSandbox(ctx, executor.SandboxConfig{Policy: srv.Policy()})
+	direct, err := cold.NewSandbox(ctx, executor.SandboxConfig{Policy: srv.Policy()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -148,7 +155,7 @@ func BenchmarkSandboxServed(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var createDirect, createServed, procDirect, procServed, runServed, bare []time.Duration
+	var createCold, createWarm, createServed, procDirect, procServed, runServed, bare []time.Duration
 	timed := func(d *[]time.Duration, f func() error) {
 		time.Sleep(2 * time.Millisecond)
 		t0 := time.Now()
@@ -157,19 +164,41 @@ func BenchmarkSandboxServed(b *testing.B) {
 		}
 		*d = append(*d, time.Since(t0))
 	}
+	liveReady := func() {
+		if !testutil.WaitFor(time.Minute, func() bool { return ex.LiveReady() == 1 }) {
+			b.Fatal("the live pool did not refill")
+		}
+	}
 	truth := []string{"/bin/true"}
+	var warmHits int
 	rows := []func(){
 		func() {
 			var sb *executor.Sandbox
-			timed(&createDirect, func() (err error) {
-				sb, err = ex.NewSandbox(ctx, executor.SandboxConfig{Policy: srv.Policy()})
+			timed(&createCold, func() (err error) {
+				sb, err = cold.NewSandbox(ctx, executor.SandboxConfig{Policy: srv.Policy()})
 				return err
 			})
 			sb.Close()
 		},
 		func() {
+			liveReady()
+			var sb *executor.Sandbox
+			timed(&createWarm, func() (err error) {
+				sb, err = ex.NewSandbox(ctx, executor.SandboxConfig{Policy: srv.Policy()})
+				return err
+			})
+			if ex.LiveReady() == 0 {
+				warmHits++
+			}
+			sb.Close()
+		},
+		func() {
+			liveReady()
 			var sb *client.Sandbox
 			timed(&createServed, func() (err error) { sb, _, err = c.CreateSandbox(ctx, client.SandboxConfig{}); return err })
+			if ex.LiveReady() == 0 {
+				warmHits++
+			}
 			sb.Delete(ctx)
 		},
 		func() {
@@ -197,8 +226,10 @@ func BenchmarkSandboxServed(b *testing.B) {
 	b.StopTimer()
 	med := testutil.MedianMS
 	b.ReportMetric(med(bare), "bare-ms")
-	b.ReportMetric(med(createDirect), "create-direct-ms")
-	b.ReportMetric(med(createServed), "create-served-ms")
+	b.ReportMetric(med(createCold), "create-cold-direct-ms")
+	b.ReportMetric(med(createWarm), "create-warm-direct-ms")
+	b.ReportMetric(med(createServed), "create-warm-served-ms")
+	b.ReportMetric(float64(warmHits)/float64(2*b.N), "warm-hit-ratio")
 	b.ReportMetric(med(procDirect), "proc-direct-ms")
 	b.ReportMetric(med(procServed), "proc-served-ms")
 	b.ReportMetric(med(runServed), "run-served-ms")

@@ -28,6 +28,7 @@ type serveFlags struct {
 	sessionIdle, drain             time.Duration
 	// Live sandboxes (docs/sandboxes.md).
 	maxSandboxes, tenantMaxSandboxes, sandboxMaxProcesses int
+	sandboxPool                                           int
 	maxSandboxBuffer, tenantMaxSandboxBuffer              string
 	sandboxMaxLifetime                                    time.Duration
 }
@@ -68,6 +69,7 @@ func serverFlagSet(name, usage, listenDefault string, stderr io.Writer) (*flag.F
 	fs.IntVar(&sf.sandboxMaxProcesses, "sandbox-max-processes", 64, "processes running at once in one live sandbox, started through the API")
 	fs.StringVar(&sf.maxSandboxBuffer, "max-sandbox-buffer", "4GiB", "output the live sandboxes' processes may hold buffered in all (each process's two streams, up to max_output each)")
 	fs.StringVar(&sf.tenantMaxSandboxBuffer, "tenant-max-sandbox-buffer", "1GiB", "the same, of one tenant's sandboxes")
+	fs.IntVar(&sf.sandboxPool, "sandbox-pool", 2, "live sandboxes kept prepared for the served policy (a create that tightens nothing takes one; 0 = none)")
 	fs.DurationVar(&sf.sandboxMaxLifetime, "sandbox-max-lifetime", 24*time.Hour, "the longest lifetime a live sandbox may ask for (its idle timeout's longest is --session-idle)")
 	fs.IntVar(&sf.pool, "pool", -1, "warm pool size (default --max-concurrent; 0 = none)")
 	fs.IntVar(&sf.reuse, "reuse", 1, "requests one pooled sandbox may serve, reset between them (docs/serve.md: only for requests that may share a sandbox; 1 = a sandbox per request)")

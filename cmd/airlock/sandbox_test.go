@@ -170,4 +170,3 @@ func TestSandboxServeSIGKILL(t *testing.T) {
 		t.Fatalf("the old sandbox on the new server: %d", resp.StatusCode)
 	}
 }
-

@@ -153,7 +153,10 @@ func startServed(name string, f *runFlags, sf *serveFlags, stderr io.Writer) (*d
 	// the daemon was started (under nohup, by a shell that ignored
 	// SIGPIPE, ...), as a process a service starts should.
 	cfg.SetSignals, cfg.SignalsIgnored, cfg.SignalsBlocked = true, 0, 0
-	cfg.Pool = executor.PoolConfig{Size: sf.pool, Policy: p, Refill: min(sf.pool, 2), Reuse: sf.reuse}
+	cfg.Pool = executor.PoolConfig{Size: sf.pool, Policy: p, Refill: min(sf.pool, 2), Reuse: sf.reuse, Live: max(sf.sandboxPool, 0)}
+	if p.Backend == "process" {
+		cfg.Pool.Live = 0 // a live sandbox is the jail's (NewSandbox refuses the process backend)
+	}
 	ex, err := executor.New(cfg)
 	var inv *policy.InvalidError
 	if errors.As(err, &inv) && inv.Field == "pool" {
