@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -249,7 +250,7 @@ func (s *Server) handleSandboxCreate(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, 0, err, nil)
 		return
 	}
-	ls, status, err := s.createSandbox(r, cfg)
+	ls, status, err := s.createSandbox(r.Context(), cfg)
 	if err != nil {
 		s.fail(w, status, err, nil)
 		return
@@ -260,8 +261,8 @@ func (s *Server) handleSandboxCreate(w http.ResponseWriter, r *http.Request) {
 
 // createSandbox makes a sandbox for the request's tenant, within the
 // limits; status is a refusal's HTTP status (0: its class's).
-func (s *Server) createSandbox(r *http.Request, cfg executor.SandboxConfig) (*liveSandbox, int, error) {
-	tenant := ctxTenant(r.Context())
+func (s *Server) createSandbox(ctx context.Context, cfg executor.SandboxConfig) (*liveSandbox, int, error) {
+	tenant := ctxTenant(ctx)
 	reg := &s.live
 	s.mu.Lock()
 	draining := s.draining
@@ -303,7 +304,7 @@ func (s *Server) createSandbox(r *http.Request, cfg executor.SandboxConfig) (*li
 	}
 	// The request's context bounds the making only: once made, the
 	// sandbox lives on its own (its idle timeout, lifetime, a delete).
-	sb, err := s.ex.NewSandbox(r.Context(), cfg)
+	sb, err := s.ex.NewSandbox(ctx, cfg)
 	if err != nil {
 		reg.mu.Lock()
 		uncount()
@@ -333,6 +334,32 @@ func (s *Server) createSandbox(r *http.Request, cfg executor.SandboxConfig) (*li
 	}()
 	s.log.Info("sandbox created", "sandbox", sb.ID(), "tenant", tenant)
 	return ls, 0, nil
+}
+
+// OpenSandbox makes a live sandbox for ctx's tenant, as POST
+// /v1/sandboxes does (the served policy's defaults and ceilings, the
+// sandbox limits, the drain): for other front ends of the same server
+// (MCP, the E2B API), so that their sandboxes are the routes' too.
+func (s *Server) OpenSandbox(ctx context.Context, b *SandboxRequest) (*executor.Sandbox, error) {
+	cfg, err := s.sandboxConfig(b)
+	if err != nil {
+		return nil, err
+	}
+	ls, _, err := s.createSandbox(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return ls.sb, nil
+}
+
+// SandboxByID returns ctx's tenant's open sandbox id, or the error the
+// routes answer 404 with (another tenant's is as unknown).
+func (s *Server) SandboxByID(ctx context.Context, id string) (*executor.Sandbox, error) {
+	ls, err := s.sandboxOf(ctxTenant(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	return ls.sb, nil
 }
 
 // errNoSandbox is the answer for an id that is not an open sandbox of

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -568,7 +569,6 @@ func errorsAs(err error, target **client.Error) bool {
 	return ok
 }
 
-var _ = executor.ErrSandboxClosed
 
 // An upgrade through the port proxy (a websocket's handshake) passes
 // through: after the sandbox's 101, the connection carries bytes both
@@ -618,5 +618,39 @@ while True:
 	got := make([]byte, 4)
 	if _, err := io.ReadFull(br, got); err != nil || string(got) != "PING" {
 		t.Fatalf("through the upgraded connection: %q %v", got, err)
+	}
+}
+
+// The direct API (OpenSandbox, SandboxByID) is the routes' registry: its
+// sandboxes are tenant local's (a unix socket peer is another tenant and
+// gets 404), count against the same limits, and close at Drain.
+func TestSandboxDirectAPI(t *testing.T) {
+	e := startLive(t, func(cfg *server.Config) { cfg.MaxSandboxes = 1 })
+	ctx := t.Context()
+	sb, err := e.srv.OpenSandbox(ctx, &server.SandboxRequest{Env: map[string]string{"X": "y"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.srv.SandboxByID(ctx, sb.ID()); err != nil || got != sb {
+		t.Fatalf("SandboxByID: %v %v", got, err)
+	}
+	res, err := sb.Run(ctx, executor.ProcessRequest{Command: "echo $X"}, nil)
+	if err != nil || res.Stdout != "y\n" {
+		t.Fatalf("run: %+v %v", res, err)
+	}
+	if code, _, _ := e.do(t, "GET", "/v1/sandboxes/"+sb.ID(), ""); code != http.StatusNotFound {
+		t.Fatalf("another tenant over the socket: %d", code)
+	}
+	if _, err := e.srv.OpenSandbox(ctx, &server.SandboxRequest{}); !errors.Is(err, policy.ErrUnavailable) {
+		t.Fatalf("past --max-sandboxes: %v", err)
+	}
+	if err := e.srv.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(sb.Err(), executor.ErrSandboxClosed) {
+		t.Fatalf("after Drain: %v", sb.Err())
+	}
+	if _, err := e.srv.SandboxByID(ctx, sb.ID()); err == nil {
+		t.Fatal("found after Drain")
 	}
 }
