@@ -654,3 +654,67 @@ func TestSandboxDirectAPI(t *testing.T) {
 		t.Fatal("found after Drain")
 	}
 }
+
+// The Go client's remaining calls against the routes: Info, SetTimeout
+// (moves expires_at), Stdin (kept open, then closed), Output of both
+// streams, Resize of a pty, and DeleteSandbox.
+func TestSandboxClientCalls(t *testing.T) {
+	e := startLive(t, nil)
+	ctx := t.Context()
+	sb, info, err := e.c.CreateSandbox(ctx, client.SandboxConfig{Timeout: time.Hour, Metadata: map[string]string{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := sb.Info(ctx)
+	if err != nil || got.ID != info.ID || got.Metadata["k"] != "v" {
+		t.Fatalf("info: %+v %v", got, err)
+	}
+	moved, err := sb.SetTimeout(ctx, 2*time.Hour)
+	if err != nil || !moved.ExpiresAt.After(info.ExpiresAt.Add(50*time.Minute)) {
+		t.Fatalf("set timeout: %v -> %+v %v", info.ExpiresAt, moved, err)
+	}
+	if _, err := sb.SetTimeout(ctx, 48*time.Hour); err == nil {
+		t.Fatal("a lifetime past --sandbox-max-lifetime was taken")
+	}
+	p, err := sb.StartProcess(ctx, client.ProcessSpec{Command: "cat; echo done >&2", StdinOpen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Stdin(ctx, p.PID, []byte("one "), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Stdin(ctx, p.PID, []byte("two"), true); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "cat's end", func() bool { i, _ := sb.Process(ctx, p.PID); return i != nil && i.State == "exited" })
+	out, err := sb.Output(ctx, p.PID, "stdout", 0)
+	if err != nil || string(out.Data) != "one two" || !out.EOF {
+		t.Fatalf("stdout: %+v %v", out, err)
+	}
+	if errs, err := sb.Output(ctx, p.PID, "stderr", 0); err != nil || string(errs.Data) != "done\n" {
+		t.Fatalf("stderr: %+v %v", errs, err)
+	}
+	tp, err := sb.StartProcess(ctx, client.ProcessSpec{Command: "read x; stty size", PTY: &client.TTYSize{Rows: 10, Cols: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Resize(ctx, tp.PID, 33, 77); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Stdin(ctx, tp.PID, []byte("\n"), false); err != nil {
+		t.Fatal(err)
+	}
+	var term bytes.Buffer
+	if _, err := sb.Follow(ctx, tp.PID, 0, 0, &term, nil); err != nil || !strings.Contains(term.String(), "33 77") {
+		t.Fatalf("the pty after Resize: %q %v", term.String(), err)
+	}
+	if err := sb.Resize(ctx, p.PID, 1, 1); err == nil {
+		t.Fatal("resized a process without a pty")
+	}
+	if err := e.c.DeleteSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.Info(ctx); err == nil {
+		t.Fatal("described after delete")
+	}
+}

@@ -121,7 +121,7 @@ func startServed(name string, f *runFlags, sf *serveFlags, stderr io.Writer) (*d
 	}
 	var sbBuf [2]policy.Size
 	for i, v := range []struct{ flag, val string }{{"--max-sandbox-buffer", sf.maxSandboxBuffer}, {"--tenant-max-sandbox-buffer", sf.tenantMaxSandboxBuffer}} {
-		if sbBuf[i], err = policy.ParseSize(v.val); err != nil || sbBuf[i] <= 0 {
+		if sbBuf[i], err = policy.ParseSize(v.val); err != nil || (i == 0 && sbBuf[i] <= 0) {
 			return fail(policy.Invalid(v.flag, "%q: want a positive size like 1GiB", v.val))
 		}
 	}
