@@ -203,13 +203,20 @@ func (s *Server) handleProcessStart(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, s.closedStatus(err), err, nil)
 		return
 	}
-	if len(stdin) > 0 {
-		if _, err := p.Write(stdin); err != nil {
-			s.log.Debug("process stdin", "sandbox", ls.sb.ID(), "pid", p.PID(), "error", err)
-		}
-	}
-	if req.Stdin && !b.StdinOpen && b.PTY == nil {
-		p.CloseStdin()
+	if req.Stdin {
+		// Written beside the answer: a program that does not read yet
+		// must not hold its request past a pipe's worth of stdin.
+		closeIt := !b.StdinOpen && b.PTY == nil
+		go func() {
+			if len(stdin) > 0 {
+				if _, err := p.Write(stdin); err != nil {
+					s.log.Debug("process stdin", "sandbox", ls.sb.ID(), "pid", p.PID(), "error", err)
+				}
+			}
+			if closeIt {
+				p.CloseStdin()
+			}
+		}()
 	}
 	if b.Background {
 		w.Header().Set("Location", "/v1/sandboxes/"+ls.sb.ID()+"/processes/"+strconv.Itoa(p.PID()))

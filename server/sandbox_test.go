@@ -718,3 +718,28 @@ func TestSandboxClientCalls(t *testing.T) {
 		t.Fatal("described after delete")
 	}
 }
+
+// A background process's stdin given at once is written beside the
+// answer: 1 MiB to a program that reads nothing until signalled does not
+// hold the 201 (the pipe holds 64 KiB; were it written first, the start
+// would never answer and this test would hang), and all of it arrives.
+func TestSandboxBackgroundStdin(t *testing.T) {
+	e := startLive(t, nil)
+	ctx := t.Context()
+	sb, _, err := e.c.CreateSandbox(ctx, client.SandboxConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sb.StartProcess(ctx, client.ProcessSpec{Command: `trap 'wc -c; exit 0' USR1; echo ready >&2; while :; do sleep 0.05; done`, Stdin: bytes.Repeat([]byte("x"), 1<<20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the trap set", func() bool { o, err := sb.Output(ctx, p.PID, "stderr", 0); return err == nil && string(o.Data) == "ready\n" })
+	if err := sb.Signal(ctx, p.PID, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	res, err := sb.Follow(ctx, p.PID, 0, 0, io.Discard, io.Discard)
+	if err != nil || strings.TrimSpace(res.Stdout) != "1048576" {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
