@@ -569,7 +569,6 @@ func errorsAs(err error, target **client.Error) bool {
 	return ok
 }
 
-
 // An upgrade through the port proxy (a websocket's handshake) passes
 // through: after the sandbox's 101, the connection carries bytes both
 // ways, as a dev server's live reload needs.
@@ -734,7 +733,10 @@ func TestSandboxBackgroundStdin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the trap set", func() bool { o, err := sb.Output(ctx, p.PID, "stderr", 0); return err == nil && string(o.Data) == "ready\n" })
+	poll(t, "the trap set", func() bool {
+		o, err := sb.Output(ctx, p.PID, "stderr", 0)
+		return err == nil && string(o.Data) == "ready\n"
+	})
 	if err := sb.Signal(ctx, p.PID, syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
