@@ -130,7 +130,8 @@ func (e *Executor) NewSandbox(ctx context.Context, cfg SandboxConfig) (*Sandbox,
 	}
 	switch {
 	case enf.Process():
-		return nil, policy.Invalid("backend", "a live sandbox needs the namespaces backend (this host or policy gives the process backend)")
+		return nil, &policy.UnsupportedError{Control: "live sandbox", Reason: "a live sandbox needs the namespaces backend (a pid 1 of its own); this host or policy gives the process backend",
+			Fix: "enable unprivileged user namespaces (airlock doctor says how), or use one-shot runs (/v1/run, airlock run) on the process backend"}
 	case p.Network() == policy.NetAllow:
 		return nil, policy.Invalid("net", "an egress allow-list is not supported in a live sandbox yet: use net none, loopback or host")
 	case !reaperMayWait(p.Seccomp, append(slices.Clone(nsjail.ReaperSyscalls), nsjail.LiveSyscalls...)):

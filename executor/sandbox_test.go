@@ -523,3 +523,20 @@ func TestLiveSandboxFollow(t *testing.T) {
 		}
 	}
 }
+
+// A path that leads out of /workspace is refused, not mapped into it.
+func TestLiveSandboxPathOut(t *testing.T) {
+	ex := liveExecutor(t)
+	s := newLive(t, ex, executor.SandboxConfig{Policy: livePolicy(ex)})
+	for _, name := range []string{"../x", "a/../../x", "/etc/x", ".."} {
+		if _, err := s.WriteFile(name, strings.NewReader("x"), 0); err == nil || policy.Describe(err).Field != "path" {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+	if _, err := s.WriteFile("/workspace/in.txt", strings.NewReader("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Stat("in.txt"); err != nil {
+		t.Fatal(err)
+	}
+}

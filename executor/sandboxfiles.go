@@ -121,7 +121,10 @@ func rel(name string) (string, error) {
 		}
 		name = strings.TrimPrefix(strings.TrimPrefix(name, "/workspace"), "/")
 	}
-	c := path.Clean("/" + name)[1:]
+	c := path.Clean(name)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "", policy.Invalid("path", "%q leads out of /workspace", name)
+	}
 	if c == "" {
 		c = "."
 	}

@@ -230,11 +230,11 @@ func (s *Server) handleProcessStart(w http.ResponseWriter, r *http.Request) {
 	s.followProcess(w, r, ctx, p, 0, 0, "", true)
 }
 
-// follow calls fn with p's output from the offsets until p ended and
+// followOut calls fn with p's output from the offsets until p ended and
 // all of it was given (nil), ctx ends or fn fails. (Process.Follow
 // waits for both streams' ends; a pty's process has one stream, so the
 // end is taken from p.Done, and what came before it is read after.)
-func follow(ctx context.Context, p *executor.Process, offs [2]int64, fn func(stream string, data []byte) error) error {
+func followOut(ctx context.Context, p *executor.Process, offs [2]int64, fn func(stream string, data []byte) error) error {
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
@@ -281,7 +281,7 @@ func follow(ctx context.Context, p *executor.Process, offs [2]int64, fn func(str
 func (s *Server) followProcess(w http.ResponseWriter, r *http.Request, ctx context.Context, p *executor.Process, outOff, errOff int64, only string, blank bool) {
 	st := &stream{w: w, rc: http.NewResponseController(w), limit: math.MaxInt64, cancel: func() {}, start: time.Now()}
 	out, errw := st.writer(0), st.writer(1)
-	err := follow(ctx, p, [2]int64{outOff, errOff}, func(name string, data []byte) error {
+	err := followOut(ctx, p, [2]int64{outOff, errOff}, func(name string, data []byte) error {
 		switch {
 		case only != "" && name != only:
 		case name == "stderr":
@@ -641,7 +641,7 @@ func (s *Server) relayPTY(ctx context.Context, ls *liveSandbox, p *executor.Proc
 			}
 		}
 	}()
-	err := follow(ctx, p, [2]int64{off, off}, func(_ string, data []byte) error {
+	err := followOut(ctx, p, [2]int64{off, off}, func(_ string, data []byte) error {
 		ls.sb.Touch()
 		return websocket.Message.Send(c, data)
 	})
