@@ -296,6 +296,7 @@ func (s *Server) Capabilities() Capabilities {
 		Server: ServerLimits{MaxConcurrent: s.cfg.MaxConcurrent, MaxQueue: s.cfg.MaxQueue, MaxRequest: s.cfg.MaxRequest,
 			MaxSessions: s.cfg.MaxSessions, TenantMaxSessions: s.cfg.TenantMaxSessions, TenantMaxConcurrent: s.cfg.TenantMaxConcurrent,
 			SessionIdle: policy.Duration(s.cfg.SessionIdle), PoolReady: s.ex.PoolStats().Ready},
+		Sandboxes: s.sandboxLimitsInfo(),
 	}
 }
 

