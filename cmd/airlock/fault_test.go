@@ -220,6 +220,8 @@ func errInj(syscall, errno, match string) inject {
 
 // faults walks the setup in order: supervisor, init (internal/jailinit/init_linux.go
 // runInit and finish, rootfs/apply_linux.go Apply), then exec.
+// Messages are matched by their first bytes as strace prints them: the
+// wire version first (11, \v; internal/jailinit's wireVersion).
 var faults = []fault{
 	// Supervisor: the run's cgroup (v1 here; mkdir on v2 too), the user
 	// namespace maps, the spec, the init's exec. (The placement by pid:
@@ -243,7 +245,7 @@ var faults = []fault{
 	// forked) beat to the same per-thread ordinal in some modes: then they
 	// are skipped as not injectable, and nsjail TestSendToDeadInit covers
 	// both without strace.
-	{name: "write/spec", inj: []inject{errInj("write", "EPIPE", `\n\7airlock\1`)}, stage: "send spec"},
+	{name: "write/spec", inj: []inject{errInj("write", "EPIPE", `\v\7airlock\1`)}, stage: "send spec"},
 	{name: "write/program", inj: []inject{errInj("write", "EPIPE", `\7python3\2-I`)}, stage: "send program"},
 	// The init: the jail (initConfig).
 	{name: "read/spec", inj: []inject{errInj("read", "EIO", "(3<pipe:")}, stage: "read spec"},
@@ -281,14 +283,14 @@ var faults = []fault{
 	{name: "ioctl/lo-get", inj: []inject{errInj("ioctl", "ENODEV", "SIOCGIFFLAGS")}, stage: "loopback up"},
 	{name: "ioctl/lo-up", inj: []inject{errInj("ioctl", "EPERM", "SIOCSIFFLAGS")}, stage: "loopback up"},
 	// The program part (programConfig), once placed in the cgroup.
-	{name: "write/prepared", inj: []inject{errInj("write", "EPIPE", `"\n\0\1\0\0\0\0`)}, stage: "report prepared"},
-	{name: "read/program", inj: []inject{{syscall: "read", errno: "EIO", match: "(3<pipe:", after: `"\n\0\1\0\0\0\0`}}, stage: "read program"},
-	{name: "rt_sigaction/dispositions", inj: []inject{{syscall: "rt_sigaction", errno: "EINVAL", match: "SIGTTOU, {sa_handler=SIG_DFL", after: `"\n\0\1\0\0\0\0`}}, stage: "signal dispositions"},
+	{name: "write/prepared", inj: []inject{errInj("write", "EPIPE", `"\v\0\1\0\0\0\0`)}, stage: "report prepared"},
+	{name: "read/program", inj: []inject{{syscall: "read", errno: "EIO", match: "(3<pipe:", after: `"\v\0\1\0\0\0\0`}}, stage: "read program"},
+	{name: "rt_sigaction/dispositions", inj: []inject{{syscall: "rt_sigaction", errno: "EINVAL", match: "SIGTTOU, {sa_handler=SIG_DFL", after: `"\v\0\1\0\0\0\0`}}, stage: "signal dispositions"},
 	// (The init's rt_sigprocmask for the program's mask, stage "signal
 	// mask", has no case: Go's runtime makes a varying number of its own
 	// on the same thread as it starts threads, so the call's ordinal, which
 	// strace's when= needs, moves between runs: run39 hit one of those.)
-	{name: "prctl/timerslack", inj: []inject{{syscall: "prctl", errno: "EINVAL", match: "PR_SET_TIMERSLACK", after: `"\n\0\1\0\0\0\0`}}, stage: "timer slack"},
+	{name: "prctl/timerslack", inj: []inject{{syscall: "prctl", errno: "EINVAL", match: "PR_SET_TIMERSLACK", after: `"\v\0\1\0\0\0\0`}}, stage: "timer slack"},
 	{name: "unshare/cgroupns", inj: []inject{errInj("unshare", "EPERM", "CLONE_NEWCGROUP")}, stage: "unshare cgroup"},
 	{name: "prlimit64/nofile", inj: []inject{errInj("prlimit64", "EPERM", "RLIMIT_NOFILE, {rlim_cur=1024")}, stage: "setrlimit"},
 	{name: "prlimit64/fsize", inj: []inject{errInj("prlimit64", "EINVAL", "RLIMIT_FSIZE, {")}, stage: "setrlimit"},
@@ -317,7 +319,7 @@ var faults = []fault{
 	{name: "landlock/add-rule", inj: []inject{errInj("landlock_add_rule", "EINVAL", "")}, stage: "landlock"},
 	{name: "landlock/restrict", inj: []inject{errInj("landlock_restrict_self", "EPERM", "")}, stage: "landlock"},
 	// The ready report, with the seccomp listener (one sendmsg).
-	{name: "sendmsg/ready", inj: []inject{errInj("sendmsg", "EPIPE", `"\n\1\0\1\0\0\0`)}, stage: "report ready"},
+	{name: "sendmsg/ready", inj: []inject{errInj("sendmsg", "EPIPE", `"\v\1\0\1\0\0\0`)}, stage: "report ready"},
 	// The filter's load, refused by an outer filter: EPERM, and ENOSYS
 	// as a runtime's default profile gives a syscall it does not know.
 	{name: "seccomp/load", outer: unix.EPERM, stage: "seccomp"},
