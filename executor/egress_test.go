@@ -447,3 +447,35 @@ s.recv(100)`, s.pport)
 	ex.Close()
 	testutil.CheckNothingLeft(t, testutil.Left{Work: work, FDs: fds})
 }
+
+// A live sandbox with an allow-list: its proxy serves every process for
+// the sandbox's life, a named host is reached from one call and the
+// next, another is refused, and the sandbox's log has both.
+func TestEgressLiveSandbox(t *testing.T) {
+	testutil.RequireBinary(t, "curl")
+	srv := newEgressServers(t, nil)
+	ex := newEgressExecutor(t, executor.Config{SpawnPath: testutil.RequireReaper(t)})
+	p := egressPolicy(fmt.Sprintf("127.0.0.1:%d", srv.pport))
+	if !ex.Host().Has(policy.CheckCgroup) {
+		p.BestEffort = policy.DegradeLimits
+	}
+	s, err := ex.NewSandbox(t.Context(), executor.SandboxConfig{Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, path := range []string{"/one", "/two"} {
+		res, err := s.Run(t.Context(), executor.ProcessRequest{Command: fmt.Sprintf("curl -sS --noproxy '' --max-time 20 http://127.0.0.1:%d%s", srv.pport, path)}, nil)
+		if err != nil || res.Stdout != "plain "+path {
+			t.Fatalf("%s: %+v %v", path, res, err)
+		}
+	}
+	res, err := s.Run(t.Context(), executor.ProcessRequest{Command: fmt.Sprintf("curl -s --noproxy '' -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/x", srv.oport)}, nil)
+	if err != nil || res.Stdout != "403" || srv.otherHits.Load() != 0 {
+		t.Fatalf("unnamed host: %+v %v (hits %d)", res, err, srv.otherHits.Load())
+	}
+	info := s.Info()
+	if len(info.Network) != 3 || info.Network[0].Verdict != "allowed" || info.Network[2].Verdict == "allowed" || res.Enforced.Network != "allow" {
+		t.Fatalf("log %+v, enforced %q", info.Network, res.Enforced.Network)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
+	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
 	"golang.org/x/sys/unix"
@@ -100,6 +101,10 @@ type SandboxInfo struct {
 	Enforced      policy.Enforcement `json:"enforced"`
 	Memory        int64              `json:"memory_bytes"`
 	Workspace     WorkspaceUsage     `json:"workspace"`
+	// Network is the egress proxy's connection log so far (net allow),
+	// NetworkDropped the entries past its cap.
+	Network        []egress.Conn `json:"network,omitempty"`
+	NetworkDropped int           `json:"network_dropped,omitempty"`
 }
 
 // WorkspaceUsage is a tmpfs workspace's use and size, in bytes.
@@ -132,8 +137,6 @@ func (e *Executor) NewSandbox(ctx context.Context, cfg SandboxConfig) (*Sandbox,
 	case enf.Process():
 		return nil, &policy.UnsupportedError{Control: "live sandbox", Reason: "a live sandbox needs the namespaces backend (a pid 1 of its own); this host or policy gives the process backend",
 			Fix: "enable unprivileged user namespaces (airlock doctor says how), or use one-shot runs (/v1/run, airlock run) on the process backend"}
-	case p.Network() == policy.NetAllow:
-		return nil, policy.Invalid("net", "an egress allow-list is not supported in a live sandbox yet: use net none, loopback or host")
 	case !reaperMayWait(p.Seccomp, append(slices.Clone(nsjail.ReaperSyscalls), nsjail.LiveSyscalls...)):
 		return nil, policy.Invalid("seccomp", "a live sandbox's pid 1 makes these calls under the filter, which this profile may deny: %s", strings.Join(append(slices.Clone(nsjail.ReaperSyscalls), nsjail.LiveSyscalls...), ", "))
 	}
@@ -305,6 +308,7 @@ func (s *Sandbox) Info() SandboxInfo {
 		}
 	}
 	info.Workspace = s.files.usage()
+	info.Network, info.NetworkDropped = s.live.Network()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	info.ExpiresAt, info.IdleTimeoutMS, info.Processes = s.expires, s.idleFor.Milliseconds(), len(s.procs)

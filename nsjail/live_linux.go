@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
+	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/internal/jailinit"
 	"github.com/airlock-sandbox/airlock/policy"
 	"golang.org/x/sys/unix"
@@ -122,9 +123,22 @@ func PrepareLive(ctx context.Context, spec Spec) (*Live, error) {
 		return nil, policy.Invalid("reaper", "a live sandbox's pid 1 is its reaper")
 	}
 	spec.Live, spec.ReaperWaits, spec.Recycle = true, true, false
+	proxy := spec.Egress // (Prepare takes none: a run's comes with its program)
 	p, err := Prepare(ctx, spec)
 	if err != nil {
+		if proxy != nil {
+			proxy.Close()
+		}
 		return nil, err
+	}
+	if proxy != nil {
+		// The allow-list's proxy serves the listener the init made, for
+		// as long as the sandbox lives (Close ends it).
+		p.s.mu.Lock()
+		p.s.spec.Egress = proxy
+		p.s.enforced = enforcedFor(p.s.spec)
+		p.s.mu.Unlock()
+		p.s.serveEgress()
 	}
 	if !p.s.live {
 		p.Close()
@@ -165,7 +179,20 @@ func (l *Live) Cgroup() cgroups.Group { return l.p.s.spec.Cgroup }
 func (l *Live) Close() error {
 	l.p.discard()
 	<-l.ended
+	l.p.s.closeEgress()
 	return nil
+}
+
+// Network is the egress proxy's connection log so far (net allow), and
+// how many entries past its cap were dropped.
+func (l *Live) Network() ([]egress.Conn, int) {
+	l.p.s.mu.Lock()
+	proxy := l.p.s.spec.Egress
+	l.p.s.mu.Unlock()
+	if proxy == nil {
+		return nil, 0
+	}
+	return proxy.Log()
 }
 
 var errLiveEnded = &policy.SetupError{Stage: "sandbox", Err: errors.New("the live sandbox has ended")}
