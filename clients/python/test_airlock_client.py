@@ -2,7 +2,7 @@
 its address (unix:PATH or http://127.0.0.1:PORT), or AIRLOCK_SOCKET names its
 unix socket (clients/run-tests starts one, pip-installs the package into a
 venv and runs these over both, with the blocking and the asyncio client).
-test_transport.py tests what needs a fake server (the live sandbox calls,
+test_transport.py tests what needs a fake server (the live sandbox calls' wire form,
 TLS, HTML and empty answers)."""
 
 import asyncio
@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 import threading
+import time
 import unittest
 
 try:
@@ -77,6 +78,41 @@ class ClientTest(unittest.TestCase):
             self.assertEqual(s.run(["cat", "made.txt"])["stdout"], " v\n")
             sid = s.id
         self.assertNotIn(sid, [x["id"] for x in self.c.sessions()])
+
+    def test_live_sandbox(self):
+        # A dev server started in the background is reached by a later
+        # call and through the port proxy; stdin streams; signals end a
+        # process; delete ends the sandbox.
+        with self.c.create_sandbox(env={"K": "v"}, files={"index.html": "hello\n"}, idle_timeout="2m") as sb:
+            self.assertEqual(sb.describe()["state"], "running")
+            web = sb.start(command="exec python3 -m http.server 8000 --bind 127.0.0.1", tag="web")
+            for _ in range(200):
+                r = sb.port(8000, "/index.html")
+                if r.status == 200:
+                    break
+                time.sleep(0.05)
+            self.assertEqual((r.status, r.body), (200, b"hello\n"))
+            r = sb.run(command="python3 -c 'import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:8000/index.html\").read().decode(), end=\"\")'; echo $K")
+            self.assertEqual((r["status"], r["stdout"]), ("ok", "hello\nv\n"), r)
+            cat = sb.start(argv=["cat"], stdin_open=True)
+            cat.write_stdin(b"abc", close=True)
+            for _ in range(200):
+                out = cat.output()
+                if out["stdout"]["eof"]:
+                    break
+                time.sleep(0.02)
+            self.assertEqual(airlock_client.chunk_bytes(out["stdout"]), b"abc")
+            web.signal("TERM")
+            for _ in range(200):
+                if web.describe()["state"] != "running":
+                    break
+                time.sleep(0.02)
+            self.assertEqual(web.describe()["state"], "exited")
+            sb.write_file("dir/x.txt", b"x")
+            self.assertEqual(sb.read_file("dir/x.txt"), b"x")
+            self.assertIn("dir/x.txt", [f["path"] for f in sb.files()["files"]])
+            sid = sb.id
+        self.assertNotIn(sid, [x["id"] for x in self.c.sandboxes()])
 
     def test_capabilities(self):
         caps = self.c.capabilities()
