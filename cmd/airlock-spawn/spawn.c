@@ -1072,6 +1072,29 @@ static int parseMask(const char *s, unsigned long *mask, struct limit *l) {
 	return *s ? -1 : n;
 }
 
+// execWaited is a waiting reaper's child's part, after its setsid, in
+// the init's order: its own streams when it has them (fds; ours are
+// close-on-exec), its terminal as its controlling one (tty), its rlimits,
+// working directory and signal mask (MASK), SIGCHLD as the reaper found
+// it, the PATH lookup and the exec. A failed step goes to errp
+// (childFail); it never returns.
+static void __attribute__((noreturn)) execWaited(int errp, const int *fds, int tty, const struct program *pg, unsigned long mask, int chldIgnored) {
+	long r;
+	for (int i = 0; fds && i < 3; i++)
+		if ((r = fds[i] == i ? SYS(__NR_fcntl, i, F_SETFD, 0) : SYS(__NR_dup3, fds[i], i, 0)) < 0)
+			childFail(errp, CHILD_EXEC, r);
+	if (tty && (r = SYS(__NR_ioctl, 0, TIOCSCTTY, 0)) < 0)
+		childFail(errp, CHILD_EXEC, r);
+	for (unsigned long i = 0; i < pg->nrl; i++)
+		if ((r = sys6(__NR_prlimit64, 0, (long)pg->rl[i].resource, (long)&pg->rl[i].cur, 0, 0, 0)) < 0)
+			childFail(errp, CHILD_SETRLIMIT, r);
+	if ((r = SYS(__NR_chdir, pg->dir, 0, 0)) < 0)
+		childFail(errp, CHILD_CHDIR, r);
+	sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, sizeof mask, 0, 0);
+	ignoreChld(chldIgnored);
+	childFail(errp, CHILD_EXEC, lookexec(pg->argv, pg->envp));
+}
+
 // Live (argv {"airlock-reaper", MASK, STATUSFD, "l", PROGFD}): pid 1 of a
 // sandbox that lives (nsjail.Live), into which any number of processes
 // enter, at once or one after another, until the supervisor ends it (its
@@ -1199,23 +1222,10 @@ static long liveStart(int st, int progfd, const struct liveReq *rq, int fds[3], 
 	if (child == 0)
 		child = SYS(__NR_clone, SIGCHLD, 0, 0); // a fork
 	if (child == 0) {
-		// The process: a session of its own, its streams (ours are
-		// close-on-exec), its terminal as the controlling one, then as
-		// the waiting reaper's child does, in the init's order.
+		// The process: a session of its own, then what a waiting
+		// reaper's child does.
 		SYS(__NR_setsid, 0, 0, 0);
-		for (int i = 0; i < 3; i++)
-			if ((r = fds[i] == i ? SYS(__NR_fcntl, i, F_SETFD, 0) : SYS(__NR_dup3, fds[i], i, 0)) < 0)
-				childFail(errp[1], CHILD_EXEC, r);
-		if ((rq->flags & 1) && (r = SYS(__NR_ioctl, 0, TIOCSCTTY, 0)) < 0)
-			childFail(errp[1], CHILD_EXEC, r);
-		for (unsigned long i = 0; i < pg.nrl; i++)
-			if ((r = sys6(__NR_prlimit64, 0, (long)pg.rl[i].resource, (long)&pg.rl[i].cur, 0, 0, 0)) < 0)
-				childFail(errp[1], CHILD_SETRLIMIT, r);
-		if ((r = SYS(__NR_chdir, pg.dir, 0, 0)) < 0)
-			childFail(errp[1], CHILD_CHDIR, r);
-		sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, sizeof mask, 0, 0);
-		ignoreChld(chldIgnored);
-		childFail(errp[1], CHILD_EXEC, lookexec(pg.argv, pg.envp));
+		execWaited(errp[1], fds, rq->flags & 1, &pg, mask, chldIgnored);
 	}
 	for (int i = 0; i < 3; i++)
 		SYS(__NR_close, fds[i], 0, 0); // the process's only
@@ -1488,21 +1498,8 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 			// its own, never the caller's: --tty, as its controlling one), its
 			// signal mask (MASK).
 			SYS(__NR_setsid, 0, 0, 0);
-			if (waits) {
-				// Recycling: the run's own streams (the originals are
-				// close-on-exec).
-				for (int i = 0; recycle && i < 3; i++)
-					if ((r = fds[i] == i ? SYS(__NR_fcntl, i, F_SETFD, 0) : SYS(__NR_dup3, fds[i], i, 0)) < 0)
-						childFail(errp[1], CHILD_EXEC, r);
-				for (unsigned long i = 0; i < pg.nrl; i++)
-					if ((r = sys6(__NR_prlimit64, 0, (long)pg.rl[i].resource, (long)&pg.rl[i].cur, 0, 0, 0)) < 0)
-						childFail(errp[1], CHILD_SETRLIMIT, r);
-				if ((r = SYS(__NR_chdir, pg.dir, 0, 0)) < 0)
-					childFail(errp[1], CHILD_CHDIR, r);
-				sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, sizeof mask, 0, 0);
-				ignoreChld(chldIgnored);
-				childFail(errp[1], CHILD_EXEC, lookexec(pg.argv, pg.envp));
-			}
+			if (waits) // recycling: the run's own streams
+				execWaited(errp[1], recycle ? fds : 0, 0, &pg, mask, chldIgnored);
 			if (tty && (r = SYS(__NR_ioctl, 0, TIOCSCTTY, 0)) < 0)
 				childFail(errp[1], CHILD_EXEC, r);
 			for (int i = 0; i < ndeferred; i++)
