@@ -269,7 +269,7 @@ func (c *Client) execute(ctx context.Context, prefix string, req executor.Reques
 	}
 	defer resp.Body.Close()
 	if stream && resp.StatusCode == http.StatusOK {
-		return readStream(resp.Body, req.Stdout, req.Stderr)
+		return readStream(resp.Body, req.Stdout, req.Stderr, func(e *Error, r *executor.Result) { e.Result = r })
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, readError(resp)
@@ -282,8 +282,9 @@ func (c *Client) execute(ctx context.Context, prefix string, req executor.Reques
 }
 
 // readStream copies NDJSON chunks to their writers and returns the last
-// line's result (or its error).
-func readStream(r io.Reader, stdout, stderr io.Writer) (*executor.Result, error) {
+// line's result (a run's or a sandbox process's, R), or its error; with
+// keep, an error line's result goes into the Error.
+func readStream[R any](r io.Reader, stdout, stderr io.Writer, keep func(*Error, *R)) (*R, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
@@ -291,7 +292,7 @@ func readStream(r io.Reader, stdout, stderr io.Writer) (*executor.Result, error)
 			Stdout   *string           `json:"stdout"`
 			Stderr   *string           `json:"stderr"`
 			Encoding string            `json:"encoding"`
-			Result   *executor.Result  `json:"result"`
+			Result   *R                `json:"result"`
 			Error    *policy.ErrorInfo `json:"error"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
@@ -321,7 +322,11 @@ func readStream(r io.Reader, stdout, stderr io.Writer) (*executor.Result, error)
 				return nil, err
 			}
 		case line.Error != nil:
-			return nil, &Error{Status: http.StatusOK, ErrorInfo: *line.Error, Result: line.Result}
+			e := &Error{Status: http.StatusOK, ErrorInfo: *line.Error}
+			if keep != nil {
+				keep(e, line.Result)
+			}
+			return nil, e
 		case line.Result != nil:
 			return line.Result, nil
 		}

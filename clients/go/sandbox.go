@@ -200,64 +200,13 @@ func (s *Sandbox) Exec(ctx context.Context, p ProcessSpec, stdout, stderr io.Wri
 		return nil, readError(resp)
 	}
 	if stream {
-		return readProcessStream(resp.Body, stdout, stderr)
+		return readStream[executor.ProcessResult](resp.Body, stdout, stderr, nil)
 	}
 	var res executor.ProcessResult
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
 		return nil, fmt.Errorf("airlock serve: decoding the result: %w", err)
 	}
 	return &res, nil
-}
-
-// readProcessStream copies NDJSON chunks to their writers and returns
-// the last line's result (or its error).
-func readProcessStream(r io.Reader, stdout, stderr io.Writer) (*executor.ProcessResult, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		var line struct {
-			Stdout   *string                 `json:"stdout"`
-			Stderr   *string                 `json:"stderr"`
-			Encoding string                  `json:"encoding"`
-			Result   *executor.ProcessResult `json:"result"`
-			Error    *policy.ErrorInfo       `json:"error"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			return nil, fmt.Errorf("airlock serve: a stream line: %w", err)
-		}
-		write := func(w io.Writer, s string) error {
-			if w == nil {
-				return nil
-			}
-			b := []byte(s)
-			if line.Encoding == "base64" {
-				var err error
-				if b, err = base64.StdEncoding.DecodeString(s); err != nil {
-					return err
-				}
-			}
-			_, err := w.Write(b)
-			return err
-		}
-		switch {
-		case line.Stdout != nil:
-			if err := write(stdout, *line.Stdout); err != nil {
-				return nil, err
-			}
-		case line.Stderr != nil:
-			if err := write(stderr, *line.Stderr); err != nil {
-				return nil, err
-			}
-		case line.Error != nil:
-			return nil, &Error{Status: http.StatusOK, ErrorInfo: *line.Error}
-		case line.Result != nil:
-			return line.Result, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return nil, errors.New("airlock serve: the stream ended without a result")
 }
 
 // StartProcess starts a process in the background and returns it as
@@ -338,7 +287,7 @@ func (s *Sandbox) Follow(ctx context.Context, pid int, stdoutOff, stderrOff int6
 	if resp.StatusCode != http.StatusOK {
 		return nil, readError(resp)
 	}
-	return readProcessStream(resp.Body, stdout, stderr)
+	return readStream[executor.ProcessResult](resp.Body, stdout, stderr, nil)
 }
 
 // Stdin writes data to process pid's stdin, and closes it when close.
