@@ -1,0 +1,18 @@
+package e2b
+
+import (
+	"io"
+	"net/url"
+)
+
+var ioEOF = io.EOF
+
+// unescape undoes the SDK's two layers of a metadata filter's key or
+// value: URLSearchParams' form encoding over encodeURIComponent's.
+func unescape(s string) (string, error) {
+	s, err := url.QueryUnescape(s)
+	if err != nil {
+		return "", err
+	}
+	return url.PathUnescape(s)
+}
