@@ -882,7 +882,10 @@ func (h *Handler) upload(w http.ResponseWriter, r *http.Request, s *sandbox, p s
 				return
 			}
 			n++
-			name := part.FileName()
+			// The filename is the path (part.FileName would keep only
+			// its last element).
+			_, dp, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+			name := dp["filename"]
 			if p != "" {
 				if n > 1 {
 					fail(w, http.StatusBadRequest, "path names one file, and the body holds more: leave path out and name each part's filename")

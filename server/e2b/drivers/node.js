@@ -45,8 +45,11 @@ async function run(req) {
       emit({ type: 'result', text: typeof value === 'string' ? `'${value}'` : util.inspect(value), is_main_result: true });
     }
   } catch (e) {
-    const err = e instanceof Error ? e : new Error(String(e));
-    emit({ type: 'error', name: err.name || 'Error', value: err.message, traceback: err.stack || String(err) });
+    // A cell's errors are of the context's realm: not instanceof this Error.
+    const isErr = e !== null && typeof e === 'object' && typeof e.message === 'string';
+    emit(isErr
+      ? { type: 'error', name: String(e.name || 'Error'), value: e.message, traceback: String(e.stack || e.message) }
+      : { type: 'error', name: 'Error', value: String(e), traceback: String(e) });
   } finally {
     for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
     emit({ type: 'end_of_execution' });

@@ -21,19 +21,28 @@ def _emit(msg):
 
 
 class _Stream(io.TextIOBase):
+    # Lines go out whole (print's text and its newline are one message),
+    # and what is left at the end of a cell with it.
     def __init__(self, name):
         self._name = name
+        self._buf = ""
 
     def writable(self):
         return True
 
     def write(self, s):
-        if s:
-            _emit({"type": self._name, "text": s})
+        self._buf += s
+        i = self._buf.rfind("\n")
+        if i >= 0 or len(self._buf) > 8192:
+            cut = i + 1 if i >= 0 else len(self._buf)
+            _emit({"type": self._name, "text": self._buf[:cut]})
+            self._buf = self._buf[cut:]
         return len(s)
 
     def flush(self):
-        pass
+        if self._buf:
+            _emit({"type": self._name, "text": self._buf})
+            self._buf = ""
 
     def isatty(self):
         return False
@@ -123,6 +132,8 @@ def _main():
             _emit({"type": "error", "name": type(e).__name__, "value": str(e),
                    "traceback": "".join(traceback.format_exception(type(e), e, tb))})
         finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)
