@@ -141,7 +141,9 @@ type Executor struct {
 	mu       sync.Mutex
 	filters  map[string]*seccomp.Filter // compiled, by profile hash
 	sessions map[*Session]bool
-	closed   bool
+	// sandboxes are the open live sandboxes, by id (nil until the first).
+	sandboxes map[string]*Sandbox
+	closed    bool
 }
 
 // New returns an Executor. It probes the host (policy/hostprobe) and sets
@@ -722,7 +724,7 @@ func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, er
 			return nsjail.Spec{}, policy.Invalid("tty", "not a pty's slave (%q, %v)", console, err)
 		}
 	}
-	plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, TmpfsSize: p.MemoryLimit(), HostNetwork: hostNet, UID: uid, GID: gid, Console: console, Extra: extra})
+	plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, TmpfsSize: p.MemoryLimit(), WorkspaceSize: int64(p.WorkspaceSize), HostNetwork: hostNet, UID: uid, GID: gid, Console: console, Extra: extra})
 	if err != nil {
 		return nsjail.Spec{}, policy.Invalid("mounts", "%v", err)
 	}

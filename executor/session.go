@@ -110,10 +110,17 @@ func (e *Executor) Close() error {
 	for s := range e.sessions {
 		open = append(open, s)
 	}
+	var live []*Sandbox
+	for _, s := range e.sandboxes {
+		live = append(live, s)
+	}
 	e.mu.Unlock()
 	var errs []error
 	for _, s := range open {
 		errs = append(errs, s.Close())
+	}
+	for _, s := range live {
+		s.closeWith(errClosed)
 	}
 	if e.pool != nil {
 		errs = append(errs, e.pool.close())
