@@ -106,7 +106,10 @@ func (c *codeContext) stop() {
 // start starts c's driver (again). c.mu held by the caller? No: start
 // takes it.
 func (c *codeContext) start(s *sandbox) error {
-	req := ProcRequest{Stdin: true, Dir: c.Cwd, Tag: interpreterTag, Env: map[string]string{"MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/.airlock-mpl"}}
+	req := ProcRequest{Stdin: true, Dir: c.Cwd, Tag: interpreterTag, Env: map[string]string{
+		// matplotlib: no display, a writable cache, and Debian's matplotlibrc
+		// (its /etc/matplotlibrc is not in the sandbox; /usr is).
+		"MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/.airlock-mpl", "MATPLOTLIBRC": "/usr/share/matplotlib/mpl-data/matplotlibrc"}}
 	switch c.Language {
 	case "python":
 		req.Language, req.Code = "python", pythonDriver
