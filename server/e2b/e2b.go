@@ -178,11 +178,16 @@ func failErr(w http.ResponseWriter, what string, err error) {
 	case policy.ClassUnavailable:
 		status = http.StatusServiceUnavailable
 	}
+	fail(w, status, "%s", describe(what, info))
+}
+
+// describe is an error's message with its fix, once.
+func describe(what string, info *policy.ErrorInfo) string {
 	msg := what + ": " + info.Message
-	if info.Fix != "" {
+	if info.Fix != "" && !strings.Contains(info.Message, info.Fix) {
 		msg += " (" + info.Fix + ")"
 	}
-	fail(w, status, "%s", msg)
+	return msg
 }
 
 func newToken() string {

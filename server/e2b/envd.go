@@ -83,11 +83,7 @@ func classErr(what string, err error) *rpcError {
 	case policy.ClassUnavailable:
 		code = "unavailable"
 	}
-	msg := what + ": " + info.Message
-	if info.Fix != "" {
-		msg += " (" + info.Fix + ")"
-	}
-	return &rpcError{Code: code, Message: msg}
+	return &rpcError{Code: code, Message: describe(what, info)}
 }
 
 // checkUser refuses a user other than the sandbox's own. E2B's "user"
