@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"mime"
@@ -926,5 +925,3 @@ func (h *Handler) upload(w http.ResponseWriter, r *http.Request, s *sandbox, p s
 	}
 	writeJSON(w, http.StatusOK, out)
 }
-
-var _ = fmt.Sprint

@@ -55,7 +55,6 @@ type fakeBox struct {
 	done    chan struct{}
 	err     error
 	procs   map[int]*fakeProc
-	code    int
 }
 
 func (x *fakeBox) ID() string { return x.id }
