@@ -87,6 +87,9 @@ type Handler struct {
 	pending  int            // creates under way
 	tpending map[string]int // by tenant
 	closed   bool
+	ready    Box            // the warm sandbox a create takes (nil: none yet)
+	filling  bool           // a warm one is being made
+	fills    sync.WaitGroup // the refill under way: Close waits for it
 }
 
 // sandbox is one E2B sandbox: a live sandbox and what the protocol adds.
@@ -97,6 +100,7 @@ type sandbox struct {
 	trafficToken         string
 	started              time.Time
 	metadata             map[string]string
+	env                  map[string]string // create's envVars: every process's (its own override them)
 	cpus                 int
 	memoryMB             int64
 	domain               string
@@ -135,7 +139,13 @@ func (h *Handler) Close() {
 	for _, s := range h.boxes {
 		all = append(all, s)
 	}
+	warm := h.ready
+	h.ready = nil
 	h.mu.Unlock()
+	h.fills.Wait() // added only while not closed, under mu
+	if warm != nil {
+		warm.Close()
+	}
 	for _, s := range all {
 		h.kill(s)
 	}
@@ -547,14 +557,14 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, tenant string) 
 	if !h.reserve(w, tenant) {
 		return
 	}
-	box, err := h.cfg.Backend.NewSandbox(r.Context(), SandboxConfig{Policy: h.cfg.Policy, Env: b.EnvVars, Timeout: lifetime, Metadata: b.Metadata})
+	box, err := h.take(r.Context(), lifetime)
 	if err != nil {
 		h.release(tenant)
 		failErr(w, "create", err)
 		return
 	}
 	s := &sandbox{id: box.ID(), tenant: tenant, template: b.TemplateID, box: box, envdToken: newToken(), trafficToken: newToken(),
-		started: time.Now().UTC(), metadata: b.Metadata, domain: domainOf(r)}
+		started: time.Now().UTC(), metadata: b.Metadata, env: b.EnvVars, domain: domainOf(r)}
 	if s.metadata == nil {
 		s.metadata = map[string]string{}
 	}
@@ -577,6 +587,73 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, tenant string) 
 	}()
 	h.log.Info("e2b sandbox created", "id", s.id, "tenant", tenant, "template", s.template, "timeout", lifetime)
 	writeJSON(w, http.StatusCreated, h.created(s))
+}
+
+// A warm sandbox: both templates are the same policy, so one sandbox,
+// made ahead (after the first create, so that a server nobody asks for
+// E2B sandboxes makes none), is handed to the next create, which then
+// sets its lifetime; another is made behind it. It has no tenant, no
+// environment (envVars go to each process, package doc) and has run
+// nothing. Handed out, it is the creator's like any other.
+
+// warmLifetime bounds how long a warm sandbox waits unused.
+const warmLifetime = time.Hour
+
+// take returns a sandbox for a create with the given lifetime: the warm
+// one when there is one, else a new one; either way another warm one is
+// made behind it.
+func (h *Handler) take(ctx context.Context, lifetime time.Duration) (Box, error) {
+	h.mu.Lock()
+	box := h.ready
+	h.ready = nil
+	if !h.closed && !h.filling {
+		h.filling = true
+		h.fills.Add(1)
+		go h.refill()
+	}
+	h.mu.Unlock()
+	if box != nil && box.State() == "running" {
+		if err := box.SetTimeout(lifetime); err == nil {
+			return box, nil
+		}
+	}
+	if box != nil {
+		box.Close()
+	}
+	return h.cfg.Backend.NewSandbox(ctx, SandboxConfig{Policy: h.cfg.Policy, Timeout: lifetime})
+}
+
+// refill makes the warm sandbox (take started it: filling set, fills
+// counted).
+func (h *Handler) refill() {
+	defer h.fills.Done()
+	box, err := h.cfg.Backend.NewSandbox(context.Background(), SandboxConfig{Policy: h.cfg.Policy, Timeout: warmLifetime})
+	h.mu.Lock()
+	h.filling = false
+	if err != nil || h.closed {
+		h.mu.Unlock()
+		if err == nil {
+			box.Close()
+		}
+		return
+	}
+	h.ready = box
+	h.mu.Unlock()
+}
+
+// exec starts a process in s with s's environment under its own.
+func (s *sandbox) exec(ctx context.Context, req ProcRequest) (Proc, error) {
+	if len(s.env) > 0 {
+		env := make(map[string]string, len(s.env)+len(req.Env))
+		for k, v := range s.env {
+			env[k] = v
+		}
+		for k, v := range req.Env {
+			env[k] = v
+		}
+		req.Env = env
+	}
+	return s.box.Exec(ctx, req)
 }
 
 // reserve takes a place for a new sandbox of tenant; false: answered.

@@ -366,7 +366,7 @@ func (h *Handler) procStart(r *http.Request, s *sandbox, st *stream, body []byte
 	}
 	// The process outlives this call (a background command's client
 	// disconnects): only its start is bound to the request.
-	p, err := s.box.Exec(context.WithoutCancel(r.Context()), pr)
+	p, err := s.exec(context.WithoutCancel(r.Context()), pr)
 	if err != nil {
 		return classErr("start", err)
 	}

@@ -118,7 +118,7 @@ func (c *codeContext) start(s *sandbox) error {
 	case "bash":
 		req.Language, req.Code = "bash", bashDriver
 	}
-	p, err := s.box.Exec(context.Background(), req)
+	p, err := s.exec(context.Background(), req)
 	if err != nil {
 		return err
 	}
