@@ -130,11 +130,17 @@ for i in range(100):
   await rejects(server.wait(), (e) => e instanceof CommandExitError, 'the killed server');
 });
 
-await check('files: write, read, list, rename, remove, exists; a path outside /workspace is refused', async () => {
+await check('files: write (multipart, octet-stream, gzip), read, list, rename, remove, exists; a path outside /workspace is refused', async () => {
   const w = await sbx.files.write('/workspace/dir/a.txt', 'alpha');
   assert.equal(w.path, '/workspace/dir/a.txt');
   assert.equal(await sbx.files.read('dir/a.txt'), 'alpha');
   await sbx.files.write([{ path: 'dir/b.bin', data: new Uint8Array([0, 1, 2, 255]).buffer }]);
+  const oct = await sbx.files.write('dir/oct.txt', 'raw body', { useOctetStream: true });
+  assert.equal(oct.path, '/workspace/dir/oct.txt');
+  await sbx.files.write('dir/gz.txt', 'gzipped body', { gzip: true });
+  assert.equal((await sbx.commands.run('cat dir/oct.txt; echo; cat dir/gz.txt')).stdout, 'raw body\ngzipped body');
+  await sbx.files.remove('dir/oct.txt');
+  await sbx.files.remove('dir/gz.txt');
   assert.deepEqual([...(await sbx.files.read('dir/b.bin', { format: 'bytes' }))], [0, 1, 2, 255]);
   const names = (await sbx.files.list('/workspace/dir')).map((e) => `${e.name}:${e.type}:${e.size}`).sort();
   assert.deepEqual(names, ['a.txt:file:5', 'b.bin:file:4']);
