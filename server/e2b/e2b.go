@@ -285,8 +285,14 @@ func (h *Handler) Data() http.Handler {
 			fail(w, http.StatusUnauthorized, "sandbox %q: send its envdAccessToken as X-Access-Token (or, on a port other than envd's, its trafficAccessToken as E2B-Traffic-Access-Token)", id)
 			return
 		}
-		if st := s.box.State(); st == "closed" {
+		switch s.box.State() {
+		case "closed":
 			fail(w, http.StatusBadGateway, "sandbox %q is not running: %v", id, s.box.Err())
+			return
+		case "paused":
+			// Its processes are frozen: nothing would answer. (E2B's
+			// paused sandboxes do not answer either; isRunning is false.)
+			fail(w, http.StatusBadGateway, "sandbox %q is paused: resume it (Sandbox.connect) first", id)
 			return
 		}
 		switch port {

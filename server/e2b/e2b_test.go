@@ -154,6 +154,21 @@ func TestDataPlaneNeedsTheSandboxToken(t *testing.T) {
 	if s := health(hdr); s != http.StatusBadGateway {
 		t.Errorf("an unknown sandbox: %d, want 502 (not running)", s)
 	}
+	// A paused sandbox's data plane answers 502 (not running) until it
+	// is resumed.
+	key := map[string]string{"X-API-KEY": "a"}
+	if r := do(t, "POST", ts.URL+"/sandboxes/"+a.SandboxID+"/pause", key, ""); r.status != http.StatusNoContent {
+		t.Fatalf("pause: %d %s", r.status, r.body)
+	}
+	if s := health(envdHeaders(a)); s != http.StatusBadGateway {
+		t.Errorf("paused: %d, want 502", s)
+	}
+	if r := do(t, "POST", ts.URL+"/v2/sandboxes/"+a.SandboxID+"/connect", key, `{"timeout":60}`); r.status != http.StatusCreated {
+		t.Fatalf("connect (resume): %d %s", r.status, r.body)
+	}
+	if s := health(envdHeaders(a)); s != http.StatusNoContent {
+		t.Errorf("resumed: %d", s)
+	}
 	// The code interpreter's port takes the traffic token.
 	ci := map[string]string{"E2b-Sandbox-Id": a.SandboxID, "E2b-Sandbox-Port": "49999", "E2B-Traffic-Access-Token": a.TrafficAccessToken}
 	if r := do(t, "GET", ts.URL+"/contexts", ci, ""); r.status != http.StatusOK {
