@@ -206,6 +206,8 @@ await check('runCode: an error with its traceback', async () => {
   assert.match(r.error.traceback, /line 2, in f/);
   const after = await ci.runCode('x');
   assert.equal(after.text, '41', 'the state survives an error');
+  const input = await ci.runCode('input()');
+  assert.equal(input.error && input.error.name, 'EOFError', 'a cell reads an empty stdin, not the next cells');
 });
 
 await check('runCode: a matplotlib plot as PNG', async () => {

@@ -32,6 +32,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -270,9 +271,10 @@ func (h *Handler) Data() http.Handler {
 		h.mu.Lock()
 		s := h.boxes[id]
 		h.mu.Unlock()
-		// Unknown and unauthorized look alike: one sandbox's token says
-		// nothing of another's existence. 502 is what the SDKs read as a
-		// sandbox that is gone (isRunning: false; a timeout error).
+		// An unknown id is 502, what the SDKs read as a sandbox that is
+		// gone (isRunning: false, a timeout error); a known one without
+		// its token 401. Ids are not secrets (getHost's names hold
+		// them); the tokens are.
 		access := r.Header.Get("X-Access-Token")
 		traffic := r.Header.Get("E2B-Traffic-Access-Token")
 		ok := s != nil && (tokenEqual(access, s.envdToken) || (port != EnvdPort && tokenEqual(traffic, s.trafficToken)))
@@ -461,7 +463,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, ioEOF) {
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
 		fail(w, http.StatusBadRequest, "the request body: %v (fields this server does not know are refused, not ignored)", err)
 		return false
 	}
@@ -795,7 +797,12 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, tenant string, v2
 	q := r.URL.Query()
 	for k := range q {
 		switch k {
-		case "metadata", "state", "limit", "nextToken", "order":
+		case "metadata", "state":
+		case "limit", "nextToken", "order":
+			if !v2 {
+				fail(w, http.StatusBadRequest, "query %q: GET /sandboxes lists all at once; pages are GET /v2/sandboxes's", k)
+				return
+			}
 		default:
 			fail(w, http.StatusBadRequest, "query %q is not supported (metadata, state, limit, nextToken, order are)", k)
 			return

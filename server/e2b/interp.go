@@ -103,8 +103,8 @@ func (c *codeContext) stop() {
 	}
 }
 
-// start starts c's driver (again). c.mu held by the caller? No: start
-// takes it.
+// start starts c's driver (again); the caller holds c's turn, or c is
+// not yet listed.
 func (c *codeContext) start(s *sandbox) error {
 	req := ProcRequest{Stdin: true, Dir: c.Cwd, Tag: interpreterTag, Env: map[string]string{
 		// matplotlib: no display, a writable cache, and Debian's matplotlibrc

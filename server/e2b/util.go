@@ -1,11 +1,6 @@
 package e2b
 
-import (
-	"io"
-	"net/url"
-)
-
-var ioEOF = io.EOF
+import "net/url"
 
 // unescape undoes the SDK's two layers of a metadata filter's key or
 // value: URLSearchParams' form encoding over encodeURIComponent's.

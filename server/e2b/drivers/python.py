@@ -13,6 +13,13 @@ import sys
 import traceback
 
 _proto = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="replace")
+# The cells come on a copy of fd 0; a cell (and what it starts) reads an
+# empty stdin, not the next cells.
+_cells = os.fdopen(os.dup(0), "r", encoding="utf-8")
+_null = os.open(os.devnull, os.O_RDONLY)
+os.dup2(_null, 0)
+os.close(_null)
+sys.stdin = open(os.devnull)
 
 
 def _emit(msg):
@@ -111,7 +118,7 @@ def _run(code):
 
 def _main():
     global _count
-    for line in sys.stdin:
+    for line in _cells:
         if not line.strip():
             continue
         req = json.loads(line)
