@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/server/e2b"
 )
 
 // Config configures a Server.
@@ -86,6 +87,8 @@ type Server struct {
 	live sandboxes // the open live sandboxes (sandbox.go)
 
 	langs func() []langInfo
+
+	e2b *e2b.Handler // E2B's protocol (docs/e2b.md)
 }
 
 // New returns a Server for cfg.
@@ -133,6 +136,8 @@ func New(cfg Config) (*Server, error) {
 	s.kill, s.killAll = context.WithCancel(context.Background())
 	s.langs = sync.OnceValue(s.detectVersions)
 	s.m = newMetrics(s)
+	s.e2b = e2b.New(e2b.Config{Backend: e2b.Live(cfg.Executor), Policy: s.pol, Tenant: tenantOf,
+		MaxSandboxes: cfg.MaxSessions, TenantMaxSandboxes: cfg.TenantMaxSessions, Logger: cfg.Logger})
 	s.routes()
 	return s, nil
 }
@@ -180,6 +185,9 @@ func (s *Server) routes() {
 		{"GET", "/api/v2/runtimes", s.handlePistonRuntimes},
 		{"POST", "/api/v2/execute", s.handlePistonExecute},
 	}
+	for _, p := range e2b.ControlPaths {
+		m.Handle(p, s.e2b.Control())
+	}
 	allowed := map[string][]string{}
 	for _, r := range routes {
 		if r.method == "" { // any method
@@ -205,7 +213,22 @@ func (s *Server) routes() {
 // Handler returns the HTTP handler of every route, behind LoopbackGuard.
 // Each request is its tenant's (LocalTenant): serve it on a unix socket
 // with http.Server.ConnContext = ConnContext.
-func (s *Server) Handler() http.Handler { return LoopbackGuard(s.withTenant(s.mux)) }
+//
+// E2B's data plane (a request with E2b-Sandbox-Id, or a Host of the form
+// {port}-{id}.{domain}) carries no API key: the sandbox's own access
+// token authorizes it (package e2b), so it is served before the guard
+// (a browser cannot send that header without the server's consent).
+func (s *Server) Handler() http.Handler {
+	api := LoopbackGuard(s.withTenant(s.mux))
+	data := s.e2b.Data()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e2b.IsDataPlane(r) {
+			data.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}
 
 // Metrics returns the handler of GET /metrics alone (Prometheus), for a
 // front end that serves other routes (airlock mcp over HTTP); behind
@@ -236,6 +259,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	}
 	s.closeSessions()
 	s.closeSandboxes()
+	s.e2b.Close()
 	return err
 }
 
@@ -423,6 +447,21 @@ func authenticate(ts *Tokens, h http.Handler, required bool) http.Handler {
 				h.ServeHTTP(w, trusted(r, t))
 				return
 			}
+		}
+		if e2b.IsDataPlane(r) {
+			h.ServeHTTP(w, r) // its Authorization is envd's Basic user, not a credential
+			return
+		}
+		// E2B's SDKs send the API key (a token) as X-API-KEY, and
+		// nothing on a sandbox's data plane, which its access token
+		// authorizes (package e2b).
+		if key := r.Header.Get("X-API-KEY"); got == "" && key != "" {
+			if t := ts.match(key); t != "" {
+				h.ServeHTTP(w, trusted(r, t))
+				return
+			}
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"code": http.StatusUnauthorized, "message": "wrong API key (X-API-KEY): use a token of airlock serve --token-file"})
+			return
 		}
 		if (r.URL.Path == "/healthz" && r.Method == http.MethodGet) || (!required && got == "") {
 			h.ServeHTTP(w, r)
