@@ -15,12 +15,30 @@ export const BIN = process.env.AIRLOCK_BIN;
 if (!BIN) throw new Error('AIRLOCK_BIN: the airlock binary these tests serve (clients/run-tests sets it)');
 
 /**
- * serve starts `airlock serve` on a unix socket and a loopback TCP port
- * in a directory of its own, with args (run flags: the served policy).
- * Returns {url, tcp, dir, log(), stop()}; stop sends SIGTERM and resolves
- * the exit code.
+ * serve starts `airlock serve` with the served policy the tests use (10 s,
+ * 128 MiB). A memory limit needs a cgroup: where the server refuses it
+ * for want of one (rootless on a cgroup v1 host, such as CI's), it is
+ * served with --best-effort (limits only: RLIMIT_DATA instead) and
+ * rlimitMemory is set, so that the tests expect what that enforces: an
+ * allocation past it fails (MemoryError) instead of a memory kill.
  */
-export async function serve(args = []) {
+export async function serve() {
+  const args = ['--timeout', '10s', '--memory', '128MiB'];
+  try {
+    return { ...(await serveWith(args)), rlimitMemory: false };
+  } catch (e) {
+    if (!/memory limit needs a cgroup/.test(e.message)) throw e;
+    return { ...(await serveWith([...args, '--best-effort'])), rlimitMemory: true };
+  }
+}
+
+/**
+ * serveWith starts `airlock serve` on a unix socket and a loopback TCP
+ * port in a directory of its own, with args (run flags: the served
+ * policy). Returns {url, tcp, dir, log(), stop()}; stop sends SIGTERM and
+ * resolves the exit code.
+ */
+export async function serveWith(args = []) {
   const dir = mkdtempSync(join(tmpdir(), 'airlock-adk-'));
   chmodSync(dir, 0o755);
   const logFile = join(dir, 'log');
@@ -28,15 +46,22 @@ export async function serve(args = []) {
   const fd = openSync(logFile, 'w');
   const child = spawn(BIN, ['serve', '--listen', `unix:${dir}/s.sock`, '--listen', 'tcp:127.0.0.1:0',
     '--work-dir', join(dir, 'work'), '--drain-timeout', '5s', ...args], { stdio: ['ignore', 'ignore', fd] });
-  const exited = new Promise((resolve) => child.on('exit', (code, sig) => resolve(code ?? sig)));
+  let gone = false;
+  const exited = new Promise((resolve) => child.on('exit', (code, sig) => { gone = true; resolve(code ?? sig); }));
   const log = () => readFileSync(logFile, 'utf8');
   let port = '';
-  for (let i = 0; i < 200 && !port; i++) {
+  for (let i = 0; i < 200 && !port && !gone; i++) {
     const m = /msg=listening address=tcp:127\.0\.0\.1:(\d+)/.exec(log());
     if (m && existsSync(join(dir, 's.sock'))) port = m[1];
     else await sleep(50);
   }
-  if (!port) { child.kill('SIGKILL'); throw new Error('airlock serve did not start:\n' + log()); }
+  if (!port) {
+    child.kill('SIGKILL');
+    await exited;
+    const l = log();
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error('airlock serve did not start:\n' + l);
+  }
   return {
     url: `unix:${dir}/s.sock`, tcp: `http://127.0.0.1:${port}`, dir, log,
     async stop() {

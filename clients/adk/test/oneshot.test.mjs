@@ -9,7 +9,7 @@ import { AirlockCodeExecutor, AirlockCodeBlockProcessor } from '../src/index.js'
 import { serve, run, ScriptedLlm, text, codeResults, lastText, seen } from './helpers.mjs';
 
 let srv;
-before(async () => { srv = await serve(['--timeout', '10s', '--memory', '128MiB']); });
+before(async () => { srv = await serve(); });
 after(async () => { assert.equal(await srv.stop(), 0, 'airlock serve exits 0 on SIGTERM'); });
 
 const block = (lang, code) => text(`Let me run it.\n\`\`\`${lang}\n${code}\n\`\`\``);
@@ -89,11 +89,12 @@ test('a timeout, a memory kill and a seccomp kill reach the model as failed resu
   assert.equal(t.outcome, 'OUTCOME_DEADLINE_EXCEEDED');
   assert.match(t.output, /airlock: status timeout: killed after the wall-clock limit of 1s/);
   assert.equal(m.outcome, 'OUTCOME_FAILED');
-  assert.match(m.output, /airlock: status memory_limit: .*\(128 MiB\)/);
+  if (srv.rlimitMemory) assert.match(m.output, /MemoryError\nairlock: status exited/);
+  else assert.match(m.output, /airlock: status memory_limit: .*\(128 MiB\)/);
   assert.equal(s.outcome, 'OUTCOME_FAILED');
   assert.match(s.output, /airlock: status seccomp_violation: killed for making the system call x32:getpid/);
   const saw = seen(model);
-  for (const w of ['status timeout', 'status memory_limit', 'status seccomp_violation']) assert.ok(saw.includes(w), `the model saw ${w}`);
+  for (const w of ['status timeout', srv.rlimitMemory ? 'MemoryError' : 'status memory_limit', 'status seccomp_violation']) assert.ok(saw.includes(w), `the model saw ${w}`);
   assert.equal(lastText(events), 'done');
   await executor.close();
 });

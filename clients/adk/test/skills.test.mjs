@@ -17,7 +17,7 @@ let hostDir;
 let listener;
 let connections = 0;
 before(async () => {
-  srv = await serve(['--timeout', '10s', '--memory', '128MiB']);
+  srv = await serve();
   // A host file a script must not read, and a host port it must not reach.
   hostDir = mkdtempSync(join(tmpdir(), 'airlock-adk-host-'));
   chmodSync(hostDir, 0o755);
@@ -49,7 +49,8 @@ const skill = {
 };
 
 async function runScript(script, args, opts = {}) {
-  const executor = new AirlockCodeExecutor({ url: srv.url, timeoutSeconds: 2, ...opts });
+  const { keep, ...o } = opts;
+  const executor = new AirlockCodeExecutor({ url: srv.url, timeoutSeconds: 2, ...o });
   const toolset = new SkillToolset([skill], { codeExecutor: executor });
   const a = { skill_name: 'probe', script_path: `scripts/${script}` };
   if (args) a.args = args;
@@ -58,6 +59,8 @@ async function runScript(script, args, opts = {}) {
   await executor.close();
   const [resp] = toolResponses(events);
   assert.ok(resp, 'the tool answered');
+  // RunSkillScriptTool makes an output directory of the host's per toolset.
+  if (resp.outputDirectory && !opts.keep) rmSync(resp.outputDirectory, { recursive: true, force: true });
   // What the tool answered is what the model was sent next.
   assert.equal(model.requests.length, 2);
   assert.ok(seen(model).includes(JSON.stringify(resp.stderr).slice(1, -1)), 'the model saw the script\'s stderr');
@@ -65,7 +68,7 @@ async function runScript(script, args, opts = {}) {
 }
 
 test('a skill script runs with the skill\'s files in /workspace; its output file comes back', async () => {
-  const { resp } = await runScript('count.py', { verbose: true });
+  const { resp } = await runScript('count.py', { verbose: true }, { keep: true });
   assert.equal(resp.status, 'ok', JSON.stringify(resp));
   assert.equal(resp.stdout, "words 3 ['--verbose', 'true']\n");
   assert.equal(resp.stderr, '');
@@ -108,6 +111,12 @@ test('a script that opens a network connection is denied, and the agent sees why
 
 test('a script that allocates past its memory limit is killed, and the agent sees a memory kill', async () => {
   const { resp } = await runScript('memory.py', undefined, { timeoutSeconds: 10 });
+  if (srv.rlimitMemory) {
+    // Rootless on cgroup v1: RLIMIT_DATA refuses the allocation instead.
+    assert.equal(resp.status, 'exited');
+    assert.match(resp.stderr, /\nMemoryError\n/);
+    return;
+  }
   assert.equal(resp.status, 'memory_limit');
   assert.match(resp.stderr, /airlock: status memory_limit: killed for using more memory than the sandbox allows \(128 MiB\)/);
 });

@@ -10,7 +10,7 @@ import { Client } from '../src/http.js';
 import { serve, ScriptedLlm, text, codeResults, lastText, seen } from './helpers.mjs';
 
 let srv;
-before(async () => { srv = await serve(['--timeout', '10s', '--memory', '128MiB']); });
+before(async () => { srv = await serve(); });
 after(async () => { assert.equal(await srv.stop(), 0); });
 
 const block = (lang, code) => text(`\`\`\`${lang}\n${code}\n\`\`\``);
@@ -104,7 +104,8 @@ test('a block that allocates past the memory limit is a memory kill; the session
   ], { errorRetryAttempts: 5 });
   const events = await s.say('go');
   const [m, ok] = codeResults(events);
-  assert.match(m.output, /airlock: status memory_limit/);
+  if (srv.rlimitMemory) assert.match(m.output, /\nMemoryError\n/); // RLIMIT_DATA (rootless, cgroup v1): the allocation fails
+  else assert.match(m.output, /airlock: status memory_limit/);
   assert.match(ok.output, /^Code execution result:\nalive\n/);
   await s.executor.close();
 });
