@@ -17,6 +17,9 @@ let hostDir;
 let listener;
 let connections = 0;
 before(async () => {
+  // A secret in the environment of the agent's process (and so of the
+  // server it starts): no script may see it.
+  process.env.ADK_TEST_SECRET = 'sk-of-the-host';
   srv = await serve();
   // A host file a script must not read, and a host port it must not reach.
   hostDir = mkdtempSync(join(tmpdir(), 'airlock-adk-host-'));
@@ -43,6 +46,7 @@ const skill = {
       'loop.py': { src: 'while True:\n    pass\n' },
       'hostfile.py': { src: 'import sys\nprint(open(sys.argv[2]).read())\n' },
       'connect.py': { src: 'import socket, sys\ns = socket.create_connection((sys.argv[2], int(sys.argv[4])), timeout=3)\nprint(s.recv(100))\n' },
+      'env.py': { src: 'import os\nprint(" ".join(sorted(os.environ)))\n' },
       'memory.py': { src: 'x = bytearray(512 << 20)\nprint(len(x))\n' },
     },
   },
@@ -107,6 +111,13 @@ test('a script that opens a network connection is denied, and the agent sees why
   const out = (await runScript('connect.py', { host: '192.0.2.1', port: 80 })).resp;
   assert.match(out.stderr, /OSError: \[Errno 101\] Network is unreachable/);
   assert.equal(connections, 0, 'the host\'s listener was never reached');
+});
+
+test('a script sees a clean environment, not the agent\'s', async () => {
+  const { resp } = await runScript('env.py');
+  assert.equal(resp.status, 'ok');
+  assert.ok(!JSON.stringify(resp).includes('sk-of-the-host'));
+  assert.equal(resp.stdout, 'HOME LANG PATH\n');
 });
 
 test('a script that allocates past its memory limit is killed, and the agent sees a memory kill', async () => {
