@@ -381,7 +381,22 @@ class Live {
     const d = this.driver;
     const n = ++d.n;
     const proc = `${this.path}/processes/${d.pid}`;
-    await this.client.json('POST', `${proc}/stdin`, { data: JSON.stringify({ n, code: job.code, argv: job.args }) + '\n' });
+    const msg = { data: JSON.stringify({ n, code: job.code, argv: job.args }) + '\n' };
+    try {
+      await this.client.json('POST', `${proc}/stdin`, msg);
+    } catch (e) {
+      // The interpreter ended between blocks (a process the last block
+      // left behind used up the memory, say): unless the sandbox itself
+      // is gone (404 on it: runLiveNow starts a new one), start a new
+      // interpreter and say so.
+      if (!(e instanceof AirlockError)) throw e;
+      const sb = await this.client.request('GET', this.path);
+      if (sb.status === 404) throw errorOfRes(sb);
+      this.driver = null;
+      const out = await this.runPython(job);
+      out.notes.unshift('airlock: the Python interpreter of this session had ended since the last block: variables set by earlier blocks are gone (files in /workspace are kept).');
+      return out;
+    }
     const mark = Buffer.from(`\x1eairlock-end:${this.nonce}:${n}:`);
     const got = { stdout: [], stderr: [] };
     const len = { stdout: 0, stderr: 0 };

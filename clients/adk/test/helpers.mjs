@@ -75,7 +75,7 @@ export async function serveWith(args = []) {
 
 /**
  * ScriptedLlm answers the n-th request with turns[n] (an LlmResponse, or
- * a function of the request returning one) and keeps each request's
+ * a function of the request returning one, or a promise of one) and keeps each request's
  * contents. Past the script it answers "done".
  */
 export class ScriptedLlm extends BaseLlm {
@@ -88,7 +88,7 @@ export class ScriptedLlm extends BaseLlm {
   async *generateContentAsync(request) {
     this.requests.push(structuredClone(request.contents));
     let t = this.turns[this.requests.length - 1];
-    if (typeof t === 'function') t = t(request);
+    if (typeof t === 'function') t = await t(request);
     yield structuredClone(t || { content: { role: 'model', parts: [{ text: 'done' }] } });
   }
 

@@ -121,3 +121,31 @@ test('a sandbox that idled out is replaced, and the model is told', async () => 
   assert.notEqual(s.executor.sandboxId(s.session.id), id);
   await s.executor.close();
 });
+
+test('an interpreter that ended between blocks is started again, and the model is told', async () => {
+  let s;
+  // Before its second turn the model waits until the interpreter is gone:
+  // the first block left a process behind that kills it.
+  const interpreterGone = async () => {
+    const c = new Client({ url: srv.url });
+    const id = s.executor.sandboxId(s.session.id);
+    let gone = false;
+    for (let i = 0; i < 200 && !gone; i++) {
+      const ps = await c.json('GET', `/v1/sandboxes/${id}/processes`);
+      const d = ps.find((p) => p.tag === 'adk-python-driver');
+      gone = d && d.state === 'exited';
+      if (!gone) await sleep(50);
+    }
+    c.close();
+    assert.ok(gone, 'the interpreter was killed');
+    return block('python', 'print("fresh", "w" in dir())');
+  };
+  s = await agentSession([
+    block('python', 'import os, subprocess\nw = 1\nsubprocess.Popen(["sh", "-c", "sleep 0.2; kill -9 %d" % os.getpid()])'),
+    interpreterGone,
+    text('done'),
+  ]);
+  const [, r] = codeResults(await s.say('go'));
+  assert.match(r.output, /^Code execution result:\nairlock: the Python interpreter of this session had ended since the last block: variables set by earlier blocks are gone.*\nfresh False\n/s);
+  await s.executor.close();
+});
