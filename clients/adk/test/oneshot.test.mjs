@@ -166,6 +166,14 @@ test('a language airlock does not run is refused once, saying so', async () => {
   await executor.close();
 });
 
+test('a timeout in the input (as the Python RFC adds it) overrides the executor\'s', async () => {
+  const executor = new AirlockCodeExecutor({ url: srv.url, timeoutSeconds: 5 });
+  const r = await executor.executeCode({ codeExecutionInput: { code: 'while True: pass', language: 'python', inputFiles: [], timeoutSeconds: 1 } });
+  assert.equal(r.status, 'timeout');
+  assert.match(r.stderr, /limit of 1s/);
+  await executor.close();
+});
+
 test('a bad url is refused when the executor is made', () => {
   assert.throws(() => new AirlockCodeExecutor({ url: 'https://x:1' }), /only http:\/\/HOST:PORT/);
   assert.throws(() => new AirlockCodeExecutor({ url: 'unix:rel.sock' }), /absolute path/);
