@@ -429,6 +429,12 @@ class Live {
         }
         return end.stdout >= 0 && end.stderr >= 0;
       }, { signal: ac.signal });
+    } catch (e) {
+      // No telling where the block is: end this interpreter (a sandbox
+      // that is gone is runLiveNow's), so that no later block reads its output.
+      this.driver = null;
+      await this.client.request('POST', `${proc}/signal`, { json: { signal: 'KILL' } }).catch(() => {});
+      throw e;
     } finally {
       clearTimeout(timer);
     }
