@@ -3,7 +3,7 @@
 // as ADK's own tests script one), and an agent run with ADK's Runner and
 // its in-memory services.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, existsSync, chmodSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -64,10 +64,13 @@ export async function serveWith(args = []) {
   }
   return {
     url: `unix:${dir}/s.sock`, tcp: `http://127.0.0.1:${port}`, dir, log,
+    /** stop sends SIGTERM; it resolves the exit code, and fails if the server left anything in its work dir but its lock. */
     async stop() {
       child.kill('SIGTERM');
       const code = await exited;
+      const left = readdirSync(join(dir, 'work'), { recursive: true }).filter((f) => f !== '.lock');
       rmSync(dir, { recursive: true, force: true });
+      if (left.length) throw new Error(`airlock serve left in its work dir: ${left.join(', ')}`);
       return code;
     },
   };
