@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
@@ -136,12 +137,17 @@ type Executor struct {
 	// at its first call (a sync.OnceValue), not in New, so that a run of
 	// a program (the CLI's run) never stats every interpreter's path.
 	langs func() map[string]Language
-	pool  *pool // prepared sandboxes; nil = none
+	pool  *pool     // prepared sandboxes; nil = none
+	live  *livePool // prepared live sandboxes; nil = none
+
+	compiles atomic.Int64 // filters compiled (not found compiled ahead or cached), for the tests
 
 	mu       sync.Mutex
 	filters  map[string]*seccomp.Filter // compiled, by profile hash
 	sessions map[*Session]bool
-	closed   bool
+	// sandboxes are the open live sandboxes, by id (nil until the first).
+	sandboxes map[string]*Sandbox
+	closed    bool
 }
 
 // New returns an Executor. It probes the host (policy/hostprobe) and sets
@@ -184,6 +190,14 @@ func New(cfg Config) (*Executor, error) {
 			return nil, err
 		}
 	}
+	if cfg.Pool.Live > 0 {
+		if e.live, err = newLivePool(e, cfg.Pool); err != nil {
+			if e.pool != nil {
+				e.pool.close()
+			}
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -193,8 +207,9 @@ func New(cfg Config) (*Executor, error) {
 func (e *Executor) Host() *policy.Host { return e.host.Clone() }
 
 // FilterCached reports whether the seccomp filter of p is at hand without
-// compiling it: profile "none", compiled before by this Executor, or in
-// its disk cache (Config.SeccompCacheDir; it is then loaded for the run).
+// compiling it: profile "none", the default profile's compiled ahead
+// (seccomp.Precompiled), compiled before by this Executor, or in its disk
+// cache (Config.SeccompCacheDir; it is then loaded for the run).
 // A binary without libseccomp (seccomp.CanCompile false) can run only
 // such policies; the CLI that scripts/build makes hands the others to
 // airlock-daemon. A policy that does not validate reports true: its run
@@ -227,6 +242,7 @@ func (e *Executor) filter(s policy.Seccomp, opts seccomp.Options) (*seccomp.Filt
 		return nil, err
 	}
 	opts.Notify = e.notify
+	e.compiles.Add(1)
 	prog, err := seccomp.Compile(prof, opts)
 	if err != nil {
 		return nil, err
@@ -253,12 +269,21 @@ func filterFor(p policy.Policy, enf policy.Enforcement) seccomp.Options {
 	return o
 }
 
-// cachedFilter returns s's compiled filter from memory or, loading it into
-// memory, from the disk cache; nil when neither has it, with its cache key
+// cachedFilter returns s's compiled filter compiled ahead
+// (seccomp.Precompiled), from memory or, loading it into memory, from the
+// disk cache; nil when neither has it, with its cache key
 // and the imported profile's content (seccomp.ReadProfile) to compile it.
 func (e *Executor) cachedFilter(s policy.Seccomp, opts seccomp.Options) (f *seccomp.Filter, key string, body []byte, err error) {
 	if body, err = seccomp.ReadProfile(s); err != nil {
 		return nil, "", nil, err
+	}
+	// The default profile's program, compiled ahead for this build's
+	// architecture: no cache needed (a user without a home has none),
+	// nothing to hash.
+	pre := opts
+	pre.Notify = e.notify
+	if f, ok := seccomp.Precompiled(s, pre); ok {
+		return f, "", nil, nil
 	}
 	if key, err = e.filterKey(s, body, opts); err != nil {
 		return nil, "", nil, err
@@ -665,7 +690,8 @@ func launchSpec(cfg Config, req Request) (nsjail.Spec, bool) {
 // two things beyond computing: it reads the files the policy names (an
 // imported seccomp profile, mount sources and the workspace, to check
 // them), and it compiles the policy's seccomp filter once per distinct
-// filter, caching it in this Executor's memory and, with
+// filter (the default profile's is compiled ahead, built in:
+// seccomp.Precompiled), caching it in this Executor's memory and, with
 // Config.SeccompCacheDir, on disk (that directory is made if missing, mode
 // 0700; one file per filter, written to a temporary name and renamed; a
 // filter found there is read instead of compiled).
@@ -722,7 +748,7 @@ func (e *Executor) resolve(req Request, enf policy.Enforcement) (nsjail.Spec, er
 			return nsjail.Spec{}, policy.Invalid("tty", "not a pty's slave (%q, %v)", console, err)
 		}
 	}
-	plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, TmpfsSize: p.MemoryLimit(), HostNetwork: hostNet, UID: uid, GID: gid, Console: console, Extra: extra})
+	plan, err := rootfs.Default(rootfs.Options{Workspace: p.Workspace, TmpfsSize: p.MemoryLimit(), WorkspaceSize: int64(p.WorkspaceSize), HostNetwork: hostNet, UID: uid, GID: gid, Console: console, Extra: extra})
 	if err != nil {
 		return nsjail.Spec{}, policy.Invalid("mounts", "%v", err)
 	}

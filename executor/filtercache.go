@@ -102,17 +102,29 @@ var errUntrusted = errors.New("not owned by this user or writable by others")
 // unexpected (missing, foreign owner, group/world-writable, malformed)
 // is a miss: the filter is then compiled afresh.
 func (e *Executor) loadCached(key string) (*seccomp.Filter, bool) {
-	if e.cfg.SeccompCacheDir == "" || trusted(e.cfg.SeccompCacheDir, true) != nil {
+	if e.cfg.SeccompCacheDir == "" {
 		return nil, false
 	}
-	path := filepath.Join(e.cfg.SeccompCacheDir, "seccomp-"+key+cacheExt)
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// The directory is opened without following a symlink and judged by
+	// what was opened (fstat), and the file is opened in it: neither can
+	// be swapped between the check and the read.
+	dfd, err := unix.Open(e.cfg.SeccompCacheDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, false
 	}
+	defer unix.Close(dfd)
+	if trustedFD(dfd, unix.S_IFDIR) != nil {
+		return nil, false
+	}
+	name := "seccomp-" + key + cacheExt
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	path := filepath.Join(e.cfg.SeccompCacheDir, name)
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
-	if trustedFile(f) != nil {
+	if trustedFD(fd, unix.S_IFREG) != nil {
 		return nil, false
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxCacheFile+1))
@@ -223,7 +235,8 @@ func pruneCache(dir string, now time.Time) {
 }
 
 // trusted requires path to be owned by this user and not writable by
-// group or others.
+// group or others, and, with dir, to be a directory (a symlink is not:
+// it is never followed).
 func trusted(path string, dir bool) error {
 	var st unix.Stat_t
 	if err := unix.Lstat(path, &st); err != nil {
@@ -238,12 +251,14 @@ func trusted(path string, dir bool) error {
 	return nil
 }
 
-func trustedFile(f *os.File) error {
+// trustedFD requires the open fd to be of type typ (S_IFDIR, S_IFREG),
+// owned by this user and not writable by group or others.
+func trustedFD(fd int, typ uint32) error {
 	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+	if st.Mode&unix.S_IFMT != typ || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
 		return errUntrusted
 	}
 	return nil

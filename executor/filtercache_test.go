@@ -18,7 +18,7 @@ import (
 func TestFilterCacheOnDisk(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
 	e1, _ := New(Config{SeccompCacheDir: dir})
-	f1, err := e1.filter(policy.Seccomp{Profile: "default"}, seccomp.Options{})
+	f1, err := e1.filter(withRule, seccomp.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestFilterCacheOnDisk(t *testing.T) {
 		t.Fatalf("after pruning: json %v, stale %v, fresh %v, stored %v", exists(old), exists(stale), exists(fresh), exists(files[0]))
 	}
 	e2, _ := New(Config{SeccompCacheDir: dir})
-	key, _ := e2.filterKey(policy.Seccomp{Profile: "default"}, nil, seccomp.Options{})
+	key, _ := e2.filterKey(withRule, nil, seccomp.Options{})
 	f2, ok := e2.loadCached(key)
 	if !ok || !reflect.DeepEqual(f2, f1) {
 		t.Fatalf("cached filter not reused as it was stored: %v", ok)
@@ -55,6 +55,9 @@ func TestFilterCacheOnDisk(t *testing.T) {
 	}
 	// A different policy gets a different key.
 	k2, _ := e2.filterKey(policy.Seccomp{Profile: "default", Rules: []policy.SyscallRule{{Names: []string{"getpid"}, Action: policy.ActKill}}}, nil, seccomp.Options{})
+	if k0, _ := e2.filterKey(policy.Seccomp{Profile: "default"}, nil, seccomp.Options{}); k0 == k2 || k0 == key {
+		t.Fatal("rules do not change the cache key")
+	}
 	if k2 == key {
 		t.Fatal("rules do not change the cache key")
 	}
@@ -73,7 +76,7 @@ func TestFilterCacheOnDisk(t *testing.T) {
 // filter, with the gate exactly where Check put it.
 func TestFilterCacheByBackend(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
-	s := policy.Seccomp{Profile: "default"}
+	s := withRule
 	socket := uint32(unix.SYS_SOCKET)
 	udp := []uint64{unix.AF_INET, unix.SOCK_DGRAM, 0}
 	gated := func(f *seccomp.Filter) bool {
@@ -131,6 +134,126 @@ func TestFilterCacheByBackend(t *testing.T) {
 			t.Errorf("%+v: sockets %v, want %v", c.p, enf.Sockets, c.want)
 		}
 	}
+}
+
+// withRule is a policy whose filter is compiled and cached: the default
+// profile with a rule (the default profile alone is compiled ahead).
+var withRule = policy.Seccomp{Profile: "default", Rules: []policy.SyscallRule{{Names: []string{"getppid"}, Action: policy.ActErrno, Errno: 1}}}
+
+// The default policy's filter is compiled ahead (seccomp.Precompiled):
+// an Executor without a cache directory (the CLI of a user without a
+// home) compiles nothing for it, on either backend, with kill by
+// notification or without, and reports it at hand (FilterCached), so
+// that the CLI, which has no libseccomp, runs it itself. Any other
+// policy is compiled.
+func TestDefaultFilterCompiledAhead(t *testing.T) {
+	e, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, notify := range []bool{false, true} {
+		e.notify = notify
+		for _, p := range []policy.Policy{{}, {Backend: "process", BestEffort: policy.DegradeLandlock | policy.DegradeNetwork}, {Backend: "process", Net: policy.NetHost, BestEffort: policy.DegradeLandlock}} {
+			if !e.FilterCached(p) {
+				t.Errorf("%+v: the default filter is not at hand without a cache", p)
+			}
+			enf, err := e.check(&p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := e.filter(p.Seccomp, filterFor(p, enf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pre, _ := seccomp.Precompiled(p.Seccomp, func() seccomp.Options { o := filterFor(p, enf); o.Notify = notify; return o }())
+			if pre == nil || !reflect.DeepEqual(f, pre) || f.Notify != notify {
+				t.Fatalf("%+v notify %v: not the program compiled ahead", p, notify)
+			}
+		}
+	}
+	if n := e.compiles.Load(); n != 0 {
+		t.Fatalf("the default policy compiled %d filters", n)
+	}
+	if _, err := e.filter(withRule, seccomp.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.compiles.Load(); n != 1 {
+		t.Fatalf("a policy with a rule compiled %d filters, want 1", n)
+	}
+}
+
+// A cache directory others could have written, or made by another user
+// (the airlock-UID a no-home user keeps in a shared /tmp, made first by
+// someone else), is refused: nothing is read from it or written to it;
+// nor is one that is a symlink, even to this user's own private
+// directory. Each run then compiles its filter.
+func TestFilterCacheDirRefused(t *testing.T) {
+	good := filepath.Join(t.TempDir(), "good")
+	e0, _ := New(Config{SeccompCacheDir: good})
+	if _, err := e0.filter(withRule, seccomp.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := filepath.Glob(filepath.Join(good, "seccomp-*"+cacheExt))
+	if len(stored) != 1 || e0.compiles.Load() != 1 {
+		t.Fatalf("the private dir: files %v after %d compiles", stored, e0.compiles.Load())
+	}
+	// A trusted dir's file is loaded, not compiled: what the cases below
+	// are judged against.
+	if e, _ := New(Config{SeccompCacheDir: good}); mustFilter(t, e) != 0 {
+		t.Fatal("a filter in a private cache dir was compiled again")
+	}
+	base := t.TempDir()
+	open := filepath.Join(base, "open")
+	os.Mkdir(open, 0o700)
+	os.Chmod(open, 0o777)
+	link := filepath.Join(base, "link")
+	os.Symlink(good, link)
+	cases := map[string]string{"mode 0777": open, "a symlink to a private dir": link}
+	if os.Geteuid() == 0 {
+		other := filepath.Join(base, "other")
+		os.Mkdir(other, 0o700)
+		if err := os.Chown(other, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		cases["owned by another user"] = other
+	} else {
+		cases["owned by another user"] = "/" // root's, this user is not root
+	}
+	for what, dir := range cases {
+		if dir != link && dir != "/" {
+			// The filter file planted in it, as another user would.
+			b, _ := os.ReadFile(stored[0])
+			os.WriteFile(filepath.Join(dir, filepath.Base(stored[0])), b, 0o600)
+		}
+		e, _ := New(Config{SeccompCacheDir: dir})
+		if mustFilter(t, e) != 1 {
+			t.Errorf("%s: the cache dir was trusted", what)
+		}
+	}
+	// Nor is anything written to a dir others can write.
+	os.Remove(filepath.Join(open, filepath.Base(stored[0])))
+	if e, _ := New(Config{SeccompCacheDir: open}); mustFilter(t, e) != 1 {
+		t.Error("mode 0777: the filter was not compiled")
+	}
+	if files, _ := filepath.Glob(filepath.Join(open, "*")); len(files) != 0 {
+		t.Errorf("mode 0777: written to: %v", files)
+	}
+	// Nothing was written through the symlink.
+	if files, _ := filepath.Glob(filepath.Join(good, "*")); len(files) != 1 {
+		t.Errorf("written through a symlink: %v", files)
+	}
+}
+
+// mustFilter compiles or loads withRule's filter in e and returns how
+// many compilations that took.
+func mustFilter(t *testing.T, e *Executor) int64 {
+	t.Helper()
+	defer e.Close()
+	if _, err := e.filter(withRule, seccomp.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return e.compiles.Load()
 }
 
 // The key's fast path for the default profile hashes the very bytes

@@ -56,6 +56,12 @@ type PoolConfig struct {
 	// clone or for nsjail.RecycleSyscalls (mayRecycle), and no egress;
 	// otherwise each sandbox serves one request.
 	Reuse int
+	// Live is how many live sandboxes (NewSandbox) are kept prepared for
+	// Policy, built up to their pid 1 waiting for its first process: a
+	// NewSandbox whose policy builds the same jail with the same filter
+	// takes one instead of building its own. 0 = none. Independent of
+	// Size (a pooled run's sandbox is never a live one).
+	Live int
 }
 
 // PoolStats counts what the warm pool did.

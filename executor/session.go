@@ -110,13 +110,23 @@ func (e *Executor) Close() error {
 	for s := range e.sessions {
 		open = append(open, s)
 	}
+	var live []*Sandbox
+	for _, s := range e.sandboxes {
+		live = append(live, s)
+	}
 	e.mu.Unlock()
 	var errs []error
 	for _, s := range open {
 		errs = append(errs, s.Close())
 	}
+	for _, s := range live {
+		s.closeWith(errClosed)
+	}
 	if e.pool != nil {
 		errs = append(errs, e.pool.close())
+	}
+	if e.live != nil {
+		e.live.close()
 	}
 	if e.groups != nil {
 		e.groups.close() // after every run it may serve

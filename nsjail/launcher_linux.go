@@ -66,6 +66,7 @@ type Sandbox struct {
 	waits       bool           // a prepared sandbox's reaper waits for its program (Spec.ReaperWaits; build)
 	readyAhead  bool           // the init's "ready" was read while preparing (waits)
 	recycle     bool           // a prepared sandbox's reaper serves run after run (Spec.Recycle; build)
+	live        bool           // a prepared sandbox's reaper is pid 1 of a live sandbox (Spec.Live; build)
 	lastCap     int            // the kernel's last capability (initConfig.LastCap; ambient caps)
 	cpuBase     time.Duration  // the cgroup's CPU time before the program (prepared sandboxes)
 	oomBase     uint64         // the cgroup's OOM kills before the program (recycled runs)
@@ -347,7 +348,9 @@ func (s *Sandbox) build(c *initChannels, ahead bool) error {
 	// filter included, goes to the init with the spec.
 	s.waits = s.reaper && s.spec.ReaperWaits && ahead && !s.spec.Process
 	cfg.ReaperWaits = s.waits
-	if s.waits && s.spec.Recycle {
+	if s.waits && s.spec.Live {
+		cfg.Live, s.live = true, true
+	} else if s.waits && s.spec.Recycle {
 		// What the reaper empties between runs; a plan it cannot reset
 		// (a mount inside one of them) serves one run.
 		if dirs := recycleDirs(s.spec.Plan); len(dirs) > 0 {

@@ -144,7 +144,7 @@ func Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	// stop has returned true, it never will.
 	stop := context.AfterFunc(ctx, func() { s.cancelled(ctx) })
 	err = s.build(c, true)
-	if err == nil && s.recycle {
+	if err == nil && (s.recycle || s.live) {
 		// Each run brings its own stdin (startRecycled).
 		p.stdinW.Close()
 		p.stdinW = nil

@@ -161,6 +161,10 @@ type Spec struct {
 	// counters, the page cache, a port in TIME_WAIT) is shared by the
 	// runs of one sandbox.
 	Recycle bool
+	// Live is for PrepareLive (which sets it, with ReaperWaits): the
+	// sandbox's pid 1 starts process after process for as long as it
+	// lives (see Live). Not with Recycle.
+	Live bool
 	// TimerSlack is the timer slack, in nanoseconds, the program (and
 	// its reaper) starts with. 0 = the slack of the thread that launches
 	// the sandbox, which the program would have inherited from this

@@ -108,6 +108,10 @@ type Policy struct {
 	EnvPass []string `json:"env_pass,omitempty"`
 	// MaxOutput caps each captured stream (stdout, stderr). 0 = 1 MiB.
 	MaxOutput Size `json:"max_output,omitempty"`
+	// WorkspaceSize bounds a tmpfs /workspace (no Workspace: a live
+	// sandbox's, a session's, a run's own): past it a write fails with
+	// ENOSPC. Its pages count against Memory too. 0 = the memory limit.
+	WorkspaceSize Size `json:"workspace_size,omitempty"`
 	// Backend is "namespaces" (the default: the jail) or "process": no
 	// namespaces, only rlimits, no_new_privs, the seccomp filter, an
 	// unprivileged uid, the process-group kill and, where the kernel has
@@ -416,6 +420,8 @@ func (p *Policy) Validate() error {
 		return Invalid("open_files", "must be at least 16")
 	case p.MaxOutput < 0:
 		return Invalid("max_output", "must not be negative")
+	case p.WorkspaceSize < 0 || p.WorkspaceSize != 0 && p.Workspace != "":
+		return Invalid("workspace_size", "must not be negative, and bounds a tmpfs workspace only (not a host --workspace)")
 	case p.UID != nil && (*p.UID < 0 || *p.UID > MaxInsideID):
 		return Invalid("uid", "%d is not an id from 0 to %d", *p.UID, MaxInsideID)
 	case p.GID != nil && (*p.GID < 0 || *p.GID > MaxInsideID):

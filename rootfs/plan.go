@@ -96,6 +96,9 @@ type Options struct {
 	// TmpfsSize is the size of each writable tmpfs (/tmp, /workspace,
 	// /dev/shm and user tmpfs without a size), in bytes. 0 = 64 MiB.
 	TmpfsSize int64
+	// WorkspaceSize is the size of a tmpfs /workspace (no Workspace).
+	// 0 = TmpfsSize.
+	WorkspaceSize int64
 	// Hostname goes into the synthetic /etc/hostname and /etc/hosts.
 	Hostname string
 	// HostNetwork says the sandbox shares the host's network: it gets the
@@ -237,7 +240,11 @@ func Default(o Options) (Plan, error) {
 	if o.Workspace != "" {
 		add(Op{Kind: KindBind, Source: o.Workspace, Target: "/workspace"})
 	} else {
-		add(Op{Kind: KindTmpfs, Target: "/workspace", Options: tmpfsOpts(size, "0755")})
+		ws := o.WorkspaceSize
+		if ws <= 0 {
+			ws = size
+		}
+		add(Op{Kind: KindTmpfs, Target: "/workspace", Options: tmpfsOpts(ws, "0755")})
 	}
 	p.Ops = append(p.Ops, o.Extra...)
 	return p, p.Validate()

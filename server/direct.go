@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"time"
 
@@ -24,7 +26,7 @@ func (s *Server) Exec(ctx context.Context, b *ExecRequest) (*executor.Result, er
 	if err != nil {
 		return nil, err
 	}
-	return s.execute(ctx, "exec", req, nil)
+	return s.execute(ctx, "exec", req)
 }
 
 // Run runs one program in a fresh sandbox, as POST /v1/run.
@@ -33,11 +35,13 @@ func (s *Server) Run(ctx context.Context, b *RunRequest) (*executor.Result, erro
 	if err != nil {
 		return nil, err
 	}
-	return s.execute(ctx, "run", req, nil)
+	return s.execute(ctx, "run", req)
 }
 
-// SessionExec runs code in the open session id, as its /exec route.
-func (s *Server) SessionExec(ctx context.Context, id string, b *ExecRequest) (*executor.Result, error) {
+// SessionExec runs code in the open session id, as its /exec route; a
+// timeout above 0 is the run's (at most the session's, as checked by the
+// caller), 0 the session's.
+func (s *Server) SessionExec(ctx context.Context, id string, b *ExecRequest, timeout time.Duration) (*SessionResult, error) {
 	se, err := s.session(id)
 	if err != nil {
 		return nil, err
@@ -46,11 +50,12 @@ func (s *Server) SessionExec(ctx context.Context, id string, b *ExecRequest) (*e
 	if err != nil {
 		return nil, err
 	}
-	return s.sessionExecute(ctx, se, req)
+	return s.sessionExecute(ctx, se, req, timeout)
 }
 
-// SessionRun runs a program in the open session id, as its /run route.
-func (s *Server) SessionRun(ctx context.Context, id string, b *RunRequest) (*executor.Result, error) {
+// SessionRun runs a program in the open session id, as its /run route
+// (timeout as for SessionExec).
+func (s *Server) SessionRun(ctx context.Context, id string, b *RunRequest, timeout time.Duration) (*SessionResult, error) {
 	se, err := s.session(id)
 	if err != nil {
 		return nil, err
@@ -59,21 +64,11 @@ func (s *Server) SessionRun(ctx context.Context, id string, b *RunRequest) (*exe
 	if err != nil {
 		return nil, err
 	}
-	return s.sessionExecute(ctx, se, req)
+	return s.sessionExecute(ctx, se, req, timeout)
 }
 
-func (s *Server) sessionExecute(ctx context.Context, se *session, req executor.Request) (*executor.Result, error) {
-	select {
-	case se.turn <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	defer se.done()
-	return s.execute(ctx, "session", req, se.s)
-}
-
-// execute runs req (in sess when not nil) under a run slot.
-func (s *Server) execute(ctx context.Context, kind string, req executor.Request, sess *executor.Session) (*executor.Result, error) {
+// sessionExecute runs req in se under a run slot.
+func (s *Server) sessionExecute(ctx context.Context, se *session, req executor.Request, timeout time.Duration) (*SessionResult, error) {
 	release, _, err := s.admit(ctx)
 	if err != nil {
 		return nil, err
@@ -83,7 +78,33 @@ func (s *Server) execute(ctx context.Context, kind string, req executor.Request,
 	defer cancel()
 	stop := context.AfterFunc(s.kill, cancel)
 	defer stop()
-	return s.runObserved(ctx, kind, req, sess)
+	return s.runSession(ctx, se, req, timeout)
+}
+
+// SessionSandbox returns the live sandbox of LocalTenant's open session
+// id: what a front end (airlock mcp) starts background processes in,
+// reads their output from and dials ports of. Closing it closes the
+// session.
+func (s *Server) SessionSandbox(id string) (*executor.Sandbox, error) {
+	se, err := s.session(id)
+	if err != nil {
+		return nil, err
+	}
+	return se.sb, nil
+}
+
+// execute runs req under a run slot.
+func (s *Server) execute(ctx context.Context, kind string, req executor.Request) (*executor.Result, error) {
+	release, _, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.kill, cancel)
+	defer stop()
+	return s.runObserved(ctx, kind, req)
 }
 
 // OpenSession opens a session, as POST /v1/sessions, for LocalTenant.
@@ -132,17 +153,17 @@ func (s *Server) openSession(ctx context.Context, b *SessionRequest) (SessionInf
 		s.m.rejections.WithLabelValues("tenant_sessions").Inc()
 		return SessionInfo{}, tenantSessionsFull(s.cfg.TenantMaxSessions)
 	}
-	sess, err := s.ex.NewSession(executor.SessionConfig{Policy: p, IdleTimeout: idle})
+	sb, err := s.ex.NewSandbox(ctx, executor.SandboxConfig{Policy: p, IdleTimeout: idle, Timeout: SessionLifetime})
 	if err != nil {
 		return SessionInfo{}, err
 	}
 	var id [16]byte
 	rand.Read(id[:])
-	se := &session{s: sess, turn: make(chan struct{}, 1), info: SessionInfo{ID: hex.EncodeToString(id[:]), Tenant: tenant,
+	se := &session{sb: sb, info: SessionInfo{ID: hex.EncodeToString(id[:]), Tenant: tenant,
 		Created: time.Now().UTC(), IdleTimeout: policy.Duration(idle), Policy: p}}
 	s.sessions[se.info.ID] = se
 	s.log.Info("session opened", "session", se.info.ID, "tenant", tenant)
-	return se.info, nil
+	return se.infoNow(), nil
 }
 
 // session returns LocalTenant's open session id, or ErrInvalid.
@@ -155,7 +176,7 @@ func (s *Server) sessionOf(tenant, id string) (*session, error) {
 	s.smu.Lock()
 	defer s.smu.Unlock()
 	se := s.sessions[id]
-	if se != nil && se.s.Closed() {
+	if se != nil && se.closed() {
 		delete(s.sessions, id)
 		se = nil
 	}
@@ -165,8 +186,8 @@ func (s *Server) sessionOf(tenant, id string) (*session, error) {
 	return se, nil
 }
 
-// CloseSession closes LocalTenant's open session id and removes its
-// workspace. It waits for a run in it to end: cancel that first.
+// CloseSession closes LocalTenant's open session id: every process in
+// it is killed and its workspace removed.
 func (s *Server) CloseSession(id string) error {
 	se, err := s.session(id)
 	if err != nil {
@@ -175,13 +196,14 @@ func (s *Server) CloseSession(id string) error {
 	return s.closeSession(se)
 }
 
-// closeSession forgets se, closes it and removes its workspace.
+// closeSession forgets se, closes it (its processes killed) and removes
+// its workspace.
 func (s *Server) closeSession(se *session) error {
 	s.smu.Lock()
 	delete(s.sessions, se.info.ID)
 	s.smu.Unlock()
 	s.log.Info("session closed", "session", se.info.ID, "tenant", se.info.Tenant)
-	if err := se.s.Close(); err != nil {
+	if err := se.sb.Close(); err != nil {
 		return &policy.SetupError{Stage: "workspace", Err: err}
 	}
 	return nil
@@ -201,11 +223,25 @@ func (s *Server) ReadSessionFile(id, name string, max int64) ([]byte, int64, err
 	if err != nil {
 		return nil, 0, err
 	}
-	data, size, err := se.s.ReadFile(name, max)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, &notExist{policy.Invalid("path", "%s: no such file in the session's workspace", name)}
+	if err := checkPath(name); err != nil {
+		return nil, 0, err
 	}
-	return data, size, err
+	f, fi, err := se.sb.OpenFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, noSuchFile(name)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	if !fi.Mode().IsRegular() {
+		return nil, 0, policy.Invalid("path", "%s: not a regular file in the workspace", name)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max))
+	if err != nil {
+		return nil, 0, &policy.SetupError{Stage: "workspace", Err: err}
+	}
+	return data, fi.Size(), nil
 }
 
 // notExist is an ErrInvalid that is also fs.ErrNotExist.
@@ -215,7 +251,8 @@ func (e *notExist) Is(target error) bool { return target == fs.ErrNotExist }
 func (e *notExist) Unwrap() error        { return e.error }
 
 // WriteSessionFile creates or replaces a file of the session's
-// workspace (see executor.Session.WriteFile).
+// workspace (see executor.Sandbox.WriteFile): past the workspace's room
+// it is refused and nothing is left of it.
 func (s *Server) WriteSessionFile(id, name string, data []byte) error {
 	se, err := s.session(id)
 	if err != nil {
@@ -224,24 +261,26 @@ func (s *Server) WriteSessionFile(id, name string, data []byte) error {
 	if int64(len(data)) > s.cfg.MaxRequest {
 		return policy.Invalid("content", "%d bytes, more than the server's --max-request of %d", len(data), s.cfg.MaxRequest)
 	}
-	return se.s.WriteFile(name, data)
+	if err := checkPath(name); err != nil {
+		return err
+	}
+	if err := roomFor(se, name, int64(len(data))); err != nil {
+		return err
+	}
+	if _, err := se.sb.WriteFile(name, bytes.NewReader(data), 0o644); err != nil {
+		return fileError(se, name, err)
+	}
+	return nil
 }
 
-// SessionFiles lists the session's workspace (at most max entries).
-func (s *Server) SessionFiles(id string, max int) ([]FileEntry, error) {
+// SessionFiles lists the session's workspace (at most max entries; the
+// listing says how many more there are).
+func (s *Server) SessionFiles(id string, max int) (FileListing, error) {
 	se, err := s.session(id)
 	if err != nil {
-		return nil, err
+		return FileListing{}, err
 	}
-	files, err := se.s.Files(executor.FileLimits{MaxFiles: max, MaxFileBytes: 1, MaxTotal: 1})
-	if err != nil {
-		return nil, err
-	}
-	out := []FileEntry{}
-	for _, f := range files {
-		out = append(out, FileEntry{Path: f.Path, Size: f.Size, Skipped: f.Skipped})
-	}
-	return out, nil
+	return listFiles(se, max)
 }
 
 // Capabilities is what GET /v1/capabilities returns: the host's
@@ -257,6 +296,7 @@ func (s *Server) Capabilities() Capabilities {
 		Server: ServerLimits{MaxConcurrent: s.cfg.MaxConcurrent, MaxQueue: s.cfg.MaxQueue, MaxRequest: s.cfg.MaxRequest,
 			MaxSessions: s.cfg.MaxSessions, TenantMaxSessions: s.cfg.TenantMaxSessions, TenantMaxConcurrent: s.cfg.TenantMaxConcurrent,
 			SessionIdle: policy.Duration(s.cfg.SessionIdle), PoolReady: s.ex.PoolStats().Ready},
+		Sandboxes: s.sandboxLimitsInfo(),
 	}
 }
 
@@ -270,17 +310,12 @@ func (s *Server) LanguageNames() []string { return s.languageNames() }
 // a request's language may give.
 func (s *Server) Languages() []executor.Language { return s.ex.Languages() }
 
-// runObserved runs req (in sess when not nil) and counts it in the
-// metrics: the one execution of every route, HTTP or direct.
-func (s *Server) runObserved(ctx context.Context, kind string, req executor.Request, sess *executor.Session) (*executor.Result, error) {
+// runObserved runs req in a sandbox of its own and counts it in the
+// metrics: the one execution of every one-shot route, HTTP or direct (a
+// session's is runSession).
+func (s *Server) runObserved(ctx context.Context, kind string, req executor.Request) (*executor.Result, error) {
 	start := time.Now()
-	var res *executor.Result
-	var err error
-	if sess != nil {
-		res, err = sess.Execute(ctx, req)
-	} else {
-		res, err = s.ex.Execute(ctx, req)
-	}
+	res, err := s.ex.Execute(ctx, req)
 	err = s.killedByDrain(err)
 	s.m.observe(kind, res, err, time.Since(start))
 	return res, err

@@ -88,6 +88,8 @@ type Capabilities struct {
 	Languages []langInfo            `json:"languages"`
 	Limits    Limits                `json:"limits"`
 	Server    ServerLimits          `json:"server"`
+	// Sandboxes: the live sandboxes' limits and routes (sandbox.go).
+	Sandboxes SandboxLimits `json:"sandboxes"`
 }
 
 // ServerLimits are the server's own bounds.

@@ -33,7 +33,7 @@ func newMetrics(s *Server) *metrics {
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "airlock_errors_total",
 			Help: "Error responses by class (invalid, unsupported, unavailable, internal)."}, []string{"class"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "airlock_rejections_total",
-			Help: "Requests refused before running: busy (queue full), draining, sessions (cap), invalid (any field or the body)."}, []string{"reason"}),
+			Help: "Requests refused before running: busy (queue full), draining, sessions (cap), sandboxes, sandbox_processes, buffer (and their tenant_ forms), invalid (any field or the body)."}, []string{"reason"}),
 		queued: prometheus.NewGauge(prometheus.GaugeOpts{Name: "airlock_queue_length",
 			Help: "Requests waiting for a run slot (the autoscaling signal)."}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{Name: "airlock_running",
@@ -57,6 +57,8 @@ func newMetrics(s *Server) *metrics {
 			pool(func(p executor.PoolStats) float64 { return float64(p.Failures) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "airlock_sessions", Help: "Open sessions."},
 			func() float64 { return float64(s.sessionCount()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "airlock_sandboxes", Help: "Open live sandboxes."},
+			func() float64 { return float64(s.SandboxCount()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -58,7 +58,16 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	served := []string{"POST /v1/run", "POST /v1/exec", "POST /v1/sessions", "GET /v1/sessions", "GET /v1/sessions/{id}",
 		"DELETE /v1/sessions/{id}", "POST /v1/sessions/{id}/run", "POST /v1/sessions/{id}/exec", "GET /v1/sessions/{id}/files",
 		"GET /v1/sessions/{id}/files/{path}", "PUT /v1/sessions/{id}/files/{path}", "GET /v1/capabilities", "GET /healthz",
-		"GET /metrics", "GET /api/v2/runtimes", "POST /api/v2/execute"}
+		"GET /metrics", "GET /api/v2/runtimes", "POST /api/v2/execute",
+		"POST /v1/sandboxes", "GET /v1/sandboxes", "GET /v1/sandboxes/{id}", "DELETE /v1/sandboxes/{id}",
+		"PATCH /v1/sandboxes/{id}/timeout", "POST /v1/sandboxes/{id}/timeout",
+		"POST /v1/sandboxes/{id}/processes", "GET /v1/sandboxes/{id}/processes", "GET /v1/sandboxes/{id}/processes/{pid}",
+		"GET /v1/sandboxes/{id}/processes/{pid}/output", "POST /v1/sandboxes/{id}/processes/{pid}/stdin",
+		"POST /v1/sandboxes/{id}/processes/{pid}/signal", "POST /v1/sandboxes/{id}/processes/{pid}/resize",
+		"GET /v1/sandboxes/{id}/processes/{pid}/pty", "GET /v1/sandboxes/{id}/files", "GET /v1/sandboxes/{id}/files/{path}",
+		"PUT /v1/sandboxes/{id}/files/{path}", "DELETE /v1/sandboxes/{id}/files/{path}", "GET /v1/sandboxes/{id}/ports/{port}",
+		"GET /v1/sandboxes/{id}/ports/{port}/{path}", "POST /v1/sandboxes/{id}/ports/{port}/{path}", "PUT /v1/sandboxes/{id}/ports/{port}/{path}",
+		"PATCH /v1/sandboxes/{id}/ports/{port}/{path}", "DELETE /v1/sandboxes/{id}/ports/{port}/{path}"}
 	for _, r := range served {
 		found := false
 		for _, d := range documented {

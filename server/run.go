@@ -30,7 +30,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, 0, err, nil)
 		return
 	}
-	s.serveRun(w, r, "run", req, nil, 0)
+	s.serveRun(w, r, "run", req)
 }
 
 func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
@@ -44,7 +44,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, 0, err, nil)
 		return
 	}
-	s.serveRun(w, r, "exec", req, nil, 0)
+	s.serveRun(w, r, "exec", req)
 }
 
 // failDecode answers a body that could not be decoded: 413 when it is
@@ -68,10 +68,9 @@ func wantsStream(r *http.Request) bool {
 	return false
 }
 
-// serveRun runs req (in sess when not nil, whose policy's output cap is
-// sessCap) under a run slot and writes its result: one JSON object, or an
-// NDJSON stream.
-func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, kind string, req executor.Request, sess *executor.Session, sessCap int64) {
+// serveRun runs req in a sandbox of its own under a run slot and writes
+// its result: one JSON object, or an NDJSON stream.
+func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, kind string, req executor.Request) {
 	release, status, err := s.admit(r.Context())
 	if err != nil {
 		if status == statusClientGone {
@@ -86,16 +85,13 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, kind string, r
 	var st *stream
 	if wantsStream(r) {
 		limit := int64(req.Policy.MaxOutput)
-		if sess != nil {
-			limit = sessCap
-		}
 		if limit <= 0 {
 			limit = int64(s.pol.MaxOutput)
 		}
 		st = &stream{w: w, rc: http.NewResponseController(w), limit: limit, cancel: cancel, start: time.Now(), lang: req.Language}
 		req.Stdout, req.Stderr = st.writer(0), st.writer(1)
 	}
-	res, err := s.runObserved(ctx, kind, req, sess)
+	res, err := s.runObserved(ctx, kind, req)
 	if st != nil {
 		st.finish(res, err, s)
 		return

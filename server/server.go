@@ -46,6 +46,15 @@ type Config struct {
 	// SessionIdle is the longest idle timeout a session may ask for, and
 	// its default. 0 = 10 minutes.
 	SessionIdle time.Duration
+	// Live sandboxes (docs/sandboxes.md): open at most (0 = 64), of one
+	// tenant (0 = MaxSandboxes), processes running in one (0 = 64), the
+	// output bytes their processes may hold buffered in all and of one
+	// tenant (0 = 4 GiB; 0 = MaxSandboxBuffer), the longest lifetime a
+	// sandbox may ask for (0 = 24 hours; its idle timeout's maximum is
+	// SessionIdle).
+	MaxSandboxes, TenantMaxSandboxes, SandboxMaxProcesses int
+	MaxSandboxBuffer, TenantMaxSandboxBuffer              int64
+	SandboxMaxLifetime                                    time.Duration
 	// Logger receives lifecycle events, never payload data. nil = discard.
 	Logger *slog.Logger
 }
@@ -73,6 +82,8 @@ type Server struct {
 
 	smu      sync.Mutex
 	sessions map[string]*session
+
+	live sandboxes // the open live sandboxes (sandbox.go)
 
 	langs func() []langInfo
 }
@@ -115,6 +126,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.sandboxLimits()
 	s := &Server{cfg: cfg, ex: cfg.Executor, pol: cfg.Policy, log: cfg.Logger,
 		slots: make(chan struct{}, cfg.MaxConcurrent), drained: make(chan struct{}), sessions: map[string]*session{},
 		admitted: map[string]int{}}
@@ -142,6 +154,26 @@ func (s *Server) routes() {
 		{"GET", "/v1/sessions/{id}/files", s.handleSessionFiles},
 		{"GET", "/v1/sessions/{id}/files/{path...}", s.handleSessionDownload},
 		{"PUT", "/v1/sessions/{id}/files/{path...}", s.handleSessionUpload},
+		{"POST", "/v1/sandboxes", s.handleSandboxCreate},
+		{"GET", "/v1/sandboxes", s.handleSandboxList},
+		{"GET", "/v1/sandboxes/{id}", s.handleSandboxGet},
+		{"DELETE", "/v1/sandboxes/{id}", s.handleSandboxDelete},
+		{"PATCH", "/v1/sandboxes/{id}/timeout", s.handleSandboxTimeout},
+		{"POST", "/v1/sandboxes/{id}/timeout", s.handleSandboxTimeout},
+		{"POST", "/v1/sandboxes/{id}/processes", s.handleProcessStart},
+		{"GET", "/v1/sandboxes/{id}/processes", s.handleProcessList},
+		{"GET", "/v1/sandboxes/{id}/processes/{pid}", s.handleProcessGet},
+		{"GET", "/v1/sandboxes/{id}/processes/{pid}/output", s.handleProcessOutput},
+		{"POST", "/v1/sandboxes/{id}/processes/{pid}/stdin", s.handleProcessStdin},
+		{"POST", "/v1/sandboxes/{id}/processes/{pid}/signal", s.handleProcessSignal},
+		{"POST", "/v1/sandboxes/{id}/processes/{pid}/resize", s.handleProcessResize},
+		{"GET", "/v1/sandboxes/{id}/processes/{pid}/pty", s.handleProcessPTY},
+		{"GET", "/v1/sandboxes/{id}/files", s.handleSandboxFiles},
+		{"GET", "/v1/sandboxes/{id}/files/{path...}", s.handleSandboxDownload},
+		{"PUT", "/v1/sandboxes/{id}/files/{path...}", s.handleSandboxUpload},
+		{"DELETE", "/v1/sandboxes/{id}/files/{path...}", s.handleSandboxRemove},
+		{"", "/v1/sandboxes/{id}/ports/{port}", s.handlePort},
+		{"", "/v1/sandboxes/{id}/ports/{port}/{path...}", s.handlePort},
 		{"GET", "/v1/capabilities", s.handleCapabilities},
 		{"GET", "/healthz", s.handleHealth},
 		{"GET", "/metrics", s.m.handler().ServeHTTP},
@@ -150,6 +182,10 @@ func (s *Server) routes() {
 	}
 	allowed := map[string][]string{}
 	for _, r := range routes {
+		if r.method == "" { // any method
+			m.HandleFunc(r.path, r.h)
+			continue
+		}
 		m.HandleFunc(r.method+" "+r.path, r.h)
 		allowed[r.path] = append(allowed[r.path], r.method)
 	}
@@ -178,7 +214,8 @@ func (s *Server) Metrics() http.Handler { return LoopbackGuard(s.m.handler()) }
 
 // Drain stops the server taking new runs (they, and the requests still
 // queued, get 503 with Retry-After) and waits for the running ones; when ctx ends first, it kills them and
-// waits for their results. Then it closes every session. It returns
+// waits for their results. Then it closes every session and every live
+// sandbox (their processes killed, their cgroups and workspaces removed). It returns
 // ctx's error when it had to kill.
 func (s *Server) Drain(ctx context.Context) error {
 	s.mu.Lock()
@@ -198,6 +235,7 @@ func (s *Server) Drain(ctx context.Context) error {
 		<-done
 	}
 	s.closeSessions()
+	s.closeSandboxes()
 	return err
 }
 

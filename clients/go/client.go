@@ -28,6 +28,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -48,6 +49,8 @@ type Client struct {
 	base  string
 	token string
 	hc    *http.Client
+	// dial opens a raw connection to the server (a pty, a TCP tunnel).
+	dial func(ctx context.Context) (net.Conn, error)
 }
 
 // New returns a client for addr: "unix:/path/to/airlock.sock", or an
@@ -66,6 +69,10 @@ func New(addr, token string) (*Client, error) {
 			MaxIdleConnsPerHost: 64,
 		}
 		c.base, c.hc = "http://airlock", &http.Client{Transport: tr}
+		c.dial = func(ctx context.Context) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}
 		return c, nil
 	}
 	u, err := url.Parse(addr)
@@ -74,6 +81,18 @@ func New(addr, token string) (*Client, error) {
 	}
 	c.base = strings.TrimSuffix(addr, "/")
 	c.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+	}
+	c.dial = func(ctx context.Context) (net.Conn, error) {
+		if u.Scheme == "https" {
+			d := tls.Dialer{Config: &tls.Config{ServerName: u.Hostname()}}
+			return d.DialContext(ctx, "tcp", host)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", host)
+	}
 	return c, nil
 }
 

@@ -2,7 +2,10 @@
 // against `airlock mcp`: list the tools (their annotations, the
 // javascript alias), run python, node (also as javascript) and bash,
 // open a session, write a file, run a command that reads it, time out a
-// sleeping session_run (status timeout), cancel a
+// sleeping session_run (status timeout), start an http.server in the
+// background (process_start), find its port (process_list), fetch the
+// file through it (http_request) and read its log (process_output: only
+// new output), see it on the host until session_close kills it, cancel a
 // sleeping run and check from the host (/proc) that its sandbox is gone
 // within 1 s, close the session. Bad input: an unknown tool, schema
 // violations, paths out of the workspace (../, absolute, planted
@@ -61,14 +64,18 @@ check(info && info.name === 'airlock', 'initialize: server ' + JSON.stringify(in
 
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
-const want = ['capabilities', 'list_files', 'read_file', 'run_code', 'session_close', 'session_open', 'session_run', 'write_file'];
+const want = ['capabilities', 'http_request', 'list_files', 'process_input', 'process_list', 'process_output', 'process_signal', 'process_start',
+  'read_file', 'run_code', 'session_close', 'session_open', 'session_run', 'write_file'];
 check(JSON.stringify(names) === JSON.stringify(want), 'tools/list: ' + names.join(' '), names);
-const readOnly = ['capabilities', 'list_files', 'read_file'];
+const readOnly = ['capabilities', 'list_files', 'process_list', 'process_output', 'read_file'];
 check(tools.every((t) => t.inputSchema && t.outputSchema && t.annotations && t.annotations.readOnlyHint === readOnly.includes(t.name)),
   'every tool has input and output schemas, and readOnlyHint true only on ' + readOnly.join(', '), tools);
 const runCode = tools.find((t) => t.name === 'run_code');
-check(runCode && runCode.inputSchema.properties.language.enum.includes('javascript') && /killed when the call returns/.test(runCode.description),
-  'run_code takes javascript and says a background process dies with the call', runCode);
+check(runCode && runCode.inputSchema.properties.language.enum.includes('javascript') && /one-shot/.test(runCode.description),
+  'run_code takes javascript and says it is one-shot', runCode);
+check(tools.every((t) => !/killed when the call returns|nothing runs between calls/.test(t.description)) &&
+  /background/.test(tools.find((t) => t.name === 'session_open').description),
+  'no tool says a background process dies with its call; session_open says they last', tools);
 
 // callTool validates structuredContent against the tool's output schema.
 async function call(name, args, opts) {
@@ -99,6 +106,38 @@ const ran = await call('session_run', { session: id, command: 'cat notes/in.txt;
 check(!ran.isError && ran.structuredContent.stdout === 'written by the client\n22\n', 'session_run reads the file', ran);
 const slow = await call('session_run', { session: id, command: 'sleep 30', timeout: 1 });
 check(!slow.isError && slow.structuredContent.status === 'timeout', 'session_run of sleep 30 with timeout 1: status timeout', slow);
+// A server started in the background by one call, found and fetched by
+// later ones; the host sees it until session_close (below) kills it.
+const port = 20000 + Math.floor(Math.random() * 20000);
+const started = await call('process_start', { session: id, command: `exec python3 -m http.server ${port} --bind 127.0.0.1` });
+const pid = (started.structuredContent || {}).pid;
+check(!started.isError && pid > 0 && started.structuredContent.state === 'running', 'process_start of an http.server returns its pid', started);
+let listening = false;
+for (let i = 0; i < 200 && !listening; i++) {
+  const l = await call('process_list', { session: id });
+  listening = (l.structuredContent.listening || []).includes(port);
+  if (!listening) await new Promise((r) => setTimeout(r, 50));
+}
+check(listening, `process_list shows port ${port} listening`, null);
+const fetched = await call('http_request', { session: id, port, path: '/notes/in.txt' });
+check(!fetched.isError && fetched.structuredContent.status === 200 && fetched.structuredContent.body === 'written by the client\n',
+  'http_request in a later call fetches a file from the background server', fetched);
+const logged = await call('process_output', { session: id, pid, wait: 5 });
+check(!logged.isError && logged.structuredContent.running === true && /GET \/notes\/in.txt/.test(logged.structuredContent.stderr),
+  'process_output has the server\'s log line of that request', logged);
+const again = await call('process_output', { session: id, pid });
+check(!again.isError && again.structuredContent.stderr === '', 'a second process_output has no new output', again);
+function serverOnHost() {
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const args = readFileSync(`/proc/${p}/cmdline`, 'latin1').split('\0');
+      if (args.includes('http.server') && args.includes(String(port))) return true;
+    } catch { /* gone meanwhile */ }
+  }
+  return false;
+}
+check(serverOnHost(), 'the host sees the background server', null);
 const res = await client.readResource({ uri: `airlock://session/${id}/notes/in.txt` });
 check(res.contents[0].text === 'written by the client\n', 'resources/read airlock://session/{id}/notes/in.txt', res);
 const escape = await call('read_file', { session: id, path: '../../etc/passwd' });
@@ -202,8 +241,10 @@ for (let i = 0; i < 100; i++) {
 }
 check(!after.isError && after.structuredContent.stdout === 'written by the client\n', 'the session runs again after the cancel', after);
 
+check(serverOnHost(), 'the background server outlived the cancelled run', null);
 const closed = await call('session_close', { session: id });
 check(!closed.isError && closed.structuredContent.closed === true, 'session_close', closed);
+check(!serverOnHost(), 'session_close killed the background server: the host sees no such process', null);
 const gone2 = await call('session_run', { session: id, command: 'true' });
 check(gone2.isError, 'a closed session refuses runs', gone2);
 

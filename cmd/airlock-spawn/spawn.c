@@ -402,7 +402,7 @@ static unsigned char *wstr(unsigned char *p, const char *s, unsigned long max) {
 	return p;
 }
 
-#define WIRE_VERSION 10
+#define WIRE_VERSION 11
 
 // What a status message reports (one of them): a failed stage, the
 // waiting reaper set up ("prepared"), the program exec'd ("started"), or
@@ -1072,6 +1072,301 @@ static int parseMask(const char *s, unsigned long *mask, struct limit *l) {
 	return *s ? -1 : n;
 }
 
+// Live (argv {"airlock-reaper", MASK, STATUSFD, "l", PROGFD}): pid 1 of a
+// sandbox that lives (nsjail.Live), into which any number of processes
+// enter, at once or one after another, until the supervisor ends it (its
+// SIGKILL to this pid 1, which takes the whole pid namespace, or EOF on
+// STATUSFD). Each process is this reaper's child, so it runs under
+// exactly the confinement pid 1 has: the filter, the Landlock domain
+// (one domain: the sandbox's processes may signal one another, as in any
+// sandbox, and nothing outside it), no capability, the sandbox's ids,
+// namespaces and cgroup. Nothing here is privileged: the supervisor
+// resolved every process's spec (argv, environment, directory, rlimits),
+// this only carries it out, as the waiting reaper does for one program.
+//
+// Requests come on STATUSFD (a SOCK_SEQPACKET socket), one struct liveReq
+// each; events go back on it, one struct liveEv each (magic LIVE_MAGIC,
+// never the first word of an init status message, whose first byte is
+// its version). Single-threaded: a ppoll on STATUSFD and a signalfd of
+// SIGCHLD and the forwarded signals, which stay blocked.
+//   - START id [flags TTY], with the process's stdin, stdout and stderr
+//     as SCM_RIGHTS (a terminal's slave three times with TTY), then its
+//     program on PROGFD (framed, as recycling sends it): the child does
+//     what the waiting reaper's does (its own session, its streams, the
+//     terminal as its controlling one, rlimits, chdir, the signal mask,
+//     lookup and exec); STARTED id pid once it was exec'd, or FAILED id
+//     stage errno. Its end (reaped on SIGCHLD): ENDED id wait-status.
+//     STARTED always goes before ENDED: the table entry exists before any
+//     wait, and waits happen only in the poll loop.
+//   - SIGNAL id sig [flags GROUP]: to the process's group (it leads one)
+//     or the process; one that ended is nothing to signal. The pid is
+//     ours until we reap it, so it never names another process.
+//   - DIAL id port [flags V6]: a TCP socket connecting to 127.0.0.1 (or
+//     ::1) port in the sandbox's own network namespace, non-blocking;
+//     DIALED id 0 with the socket as SCM_RIGHTS, or DIALED id errno.
+//   - OPEN id which: an O_PATH descriptor of /workspace (0) or /tmp (1),
+//     the supervisor's way into the sandbox's own tmpfs mounts; OPENED.
+// Forwarded signals sent to pid 1 from outside are dropped: no process is
+// "the" program; the supervisor signals each through SIGNAL. An orphan
+// (a background process whose parent ended) is reaped silently.
+#define LIVE_MAGIC 0x4556494cU // "LIVE"
+enum { LIVE_START = 1, LIVE_SIGNAL, LIVE_DIAL, LIVE_OPEN };
+enum { EVL_STARTED = 1, EVL_FAILED, EVL_ENDED, EVL_DIALED, EVL_OPENED };
+struct liveReq {
+	unsigned op, id;
+	int arg;
+	unsigned flags;
+};
+struct liveEv {
+	unsigned magic, kind, id;
+	int a, b;
+};
+#define MAXLIVE 1024 // processes started and not yet reaped (nsjail.liveMaxProcs)
+static struct {
+	unsigned id;
+	int pid;
+} live[MAXLIVE];
+static int nlive;
+
+// liveSend sends one event, with fd (>= 0) as SCM_RIGHTS. A supervisor
+// that is gone loses it; the loop then sees EOF.
+static void liveSend(int st, unsigned kind, unsigned id, int a, int b, int fd) {
+	struct liveEv ev = {LIVE_MAGIC, kind, id, a, b};
+	struct {
+		unsigned long len;
+		int level, type;
+		int fd;
+		int pad;
+	} __attribute__((aligned(8))) cm = {sizeof(unsigned long) + 3 * sizeof(int), 1 /* SOL_SOCKET */, 1 /* SCM_RIGHTS */, fd, 0};
+	struct iov iov = {&ev, sizeof ev};
+	struct msg m = {0, 0, &iov, 1, fd >= 0 ? &cm : 0, fd >= 0 ? cm.len : 0, 0};
+	long r;
+	do
+		r = SYS(__NR_sendmsg, st, &m, 0x4000 /* MSG_NOSIGNAL */);
+	while (r == -4 || r == -11 /* EAGAIN: a full socket; the supervisor reads */);
+}
+
+static void __attribute__((noreturn)) liveFatal(int st, long err, const char *what) {
+	status(st, EV_FAILED, 0, "reaper", err, what);
+	quit(1);
+}
+
+// liveRecv receives one request and its fds (up to three, close-on-exec):
+// 1, 0 at EOF, or -errno. Anything but a whole request with the fds its
+// op carries is -EINVAL (fds that came are closed).
+static long liveRecv(int st, struct liveReq *rq, int fds[3]) {
+	struct {
+		unsigned long len;
+		int level, type;
+		int fd[3];
+		int pad;
+	} __attribute__((aligned(8))) cm;
+	struct iov iov = {rq, sizeof *rq};
+	struct msg m = {0, 0, &iov, 1, &cm, sizeof cm, 0};
+	long r;
+	do
+		r = SYS(__NR_recvmsg, st, &m, 0x40000000 /* MSG_CMSG_CLOEXEC */);
+	while (r == -4);
+	if (r <= 0)
+		return r;
+	int n = 0;
+	if (m.controllen >= sizeof(unsigned long) + 2 * sizeof(int) && cm.level == 1 && cm.type == 1)
+		n = (int)((cm.len - sizeof(unsigned long) - 2 * sizeof(int)) / sizeof(int));
+	if (n > 3)
+		n = 3;
+	for (int i = 0; i < 3; i++)
+		fds[i] = i < n ? cm.fd[i] : -1;
+	if (r != sizeof *rq || (m.flags & 0x8 /* MSG_CTRUNC */) || n != (rq->op == LIVE_START ? 3 : 0)) {
+		for (int i = 0; i < n; i++)
+			SYS(__NR_close, cm.fd[i], 0, 0);
+		return -22;
+	}
+	return 1;
+}
+
+// liveStart starts one process (START): 0, or -errno when pid 1 cannot go
+// on (the process's own failures are its FAILED event).
+static long liveStart(int st, int progfd, const struct liveReq *rq, int fds[3], unsigned long mask, int chldIgnored) {
+	static struct program pg;
+	long r = readProgram(progfd, 1, &pg);
+	if (r != 0) {
+		for (int i = 0; i < 3; i++)
+			SYS(__NR_close, fds[i], 0, 0);
+		return r == 1 ? -32 /* EPIPE: the supervisor is gone */ : r;
+	}
+	int errp[2] = {-1, -1};
+	long child = nlive == MAXLIVE ? -11 /* EAGAIN: the supervisor bounds its processes below this */ : SYS(__NR_pipe2, errp, O_CLOEXEC, 0);
+	if (child == 0)
+		child = SYS(__NR_clone, SIGCHLD, 0, 0); // a fork
+	if (child == 0) {
+		// The process: a session of its own, its streams (ours are
+		// close-on-exec), its terminal as the controlling one, then as
+		// the waiting reaper's child does, in the init's order.
+		SYS(__NR_setsid, 0, 0, 0);
+		for (int i = 0; i < 3; i++)
+			if ((r = fds[i] == i ? SYS(__NR_fcntl, i, F_SETFD, 0) : SYS(__NR_dup3, fds[i], i, 0)) < 0)
+				childFail(errp[1], CHILD_EXEC, r);
+		if ((rq->flags & 1) && (r = SYS(__NR_ioctl, 0, TIOCSCTTY, 0)) < 0)
+			childFail(errp[1], CHILD_EXEC, r);
+		for (unsigned long i = 0; i < pg.nrl; i++)
+			if ((r = sys6(__NR_prlimit64, 0, (long)pg.rl[i].resource, (long)&pg.rl[i].cur, 0, 0, 0)) < 0)
+				childFail(errp[1], CHILD_SETRLIMIT, r);
+		if ((r = SYS(__NR_chdir, pg.dir, 0, 0)) < 0)
+			childFail(errp[1], CHILD_CHDIR, r);
+		sys6(__NR_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, sizeof mask, 0, 0);
+		ignoreChld(chldIgnored);
+		childFail(errp[1], CHILD_EXEC, lookexec(pg.argv, pg.envp));
+	}
+	for (int i = 0; i < 3; i++)
+		SYS(__NR_close, fds[i], 0, 0); // the process's only
+	SYS(__NR_munmap, msg, mapped, 0);   // the child has its copy
+	if (child < 0) {
+		for (int i = 0; i < 2; i++)
+			if (errp[i] >= 0)
+				SYS(__NR_close, errp[i], 0, 0);
+		liveSend(st, EVL_FAILED, rq->id, CHILD_EXEC, (int)-child, -1);
+		return 0;
+	}
+	SYS(__NR_close, errp[1], 0, 0);
+	// Ordering: in the table before anything can reap it.
+	live[nlive].id = rq->id, live[nlive].pid = (int)child, nlive++;
+	// EOF: exec'd (errp is close-on-exec); else why not.
+	long e[2] = {0, 0};
+	do
+		r = SYS(__NR_read, errp[0], e, sizeof e);
+	while (r == -4);
+	SYS(__NR_close, errp[0], 0, 0);
+	if (r == 0) {
+		liveSend(st, EVL_STARTED, rq->id, (int)child, 0, -1);
+		return 0;
+	}
+	sys6(__NR_wait4, child, 0, __WALL, 0, 0, 0);
+	nlive--; // the last entry: ours
+	if (r != sizeof e || e[0] < CHILD_EXEC || e[0] > CHILD_CHDIR)
+		e[0] = CHILD_EXEC, e[1] = -5; // EIO
+	liveSend(st, EVL_FAILED, rq->id, (int)e[0], (int)-e[1], -1);
+	return 0;
+}
+
+// liveReap reaps every child that ended; a started process's end is its
+// ENDED event, an orphan's nothing.
+static void liveReap(int st) {
+	int ws;
+	long r;
+	while ((r = sys6(__NR_wait4, -1, (long)&ws, WNOHANG | __WALL, 0, 0, 0)) > 0) {
+		if ((ws & 0x7f) == 0x7f)
+			continue; // a stop (not asked for)
+		for (int i = 0; i < nlive; i++) {
+			if (live[i].pid != r)
+				continue;
+			liveSend(st, EVL_ENDED, live[i].id, ws, 0, -1);
+			live[i] = live[--nlive];
+			break;
+		}
+	}
+}
+
+static void liveSignal(const struct liveReq *rq) {
+	if (rq->arg <= 0 || rq->arg > 64)
+		return;
+	for (int i = 0; i < nlive; i++) {
+		if (live[i].id != rq->id)
+			continue;
+		// Its group, which it leads; gone (its leader's setsid failed?
+		// never: setsid cannot fail in a fresh child) the process alone.
+		if (!(rq->flags & 1) || SYS(__NR_kill, -live[i].pid, rq->arg, 0) == -3 /* ESRCH */)
+			SYS(__NR_kill, live[i].pid, rq->arg, 0);
+		return;
+	}
+}
+
+static void liveDial(int st, const struct liveReq *rq) {
+	int v6 = rq->flags & 1;
+	long fd = SYS(__NR_socket, v6 ? 10 /* AF_INET6 */ : 2 /* AF_INET */, 1 /* SOCK_STREAM */ | 0x800 /* SOCK_NONBLOCK */ | O_CLOEXEC, 0);
+	long r = fd;
+	if (fd >= 0 && (rq->arg <= 0 || rq->arg > 65535))
+		r = -22;
+	else if (fd >= 0) {
+		unsigned char sa[28] = {0};
+		unsigned port = (unsigned)rq->arg;
+		sa[0] = v6 ? 10 : 2;
+		sa[2] = (unsigned char)(port >> 8), sa[3] = (unsigned char)port;
+		if (v6)
+			sa[23] = 1; // ::1 (sin6_addr at offset 8)
+		else
+			sa[4] = 127, sa[7] = 1; // 127.0.0.1
+		r = SYS(__NR_connect, fd, sa, v6 ? 28 : 16);
+		if (r == -115 /* EINPROGRESS */)
+			r = 0; // the supervisor waits for it (SO_ERROR)
+	}
+	liveSend(st, EVL_DIALED, rq->id, (int)-r, 0, r == 0 ? (int)fd : -1);
+	if (fd >= 0)
+		SYS(__NR_close, fd, 0, 0);
+}
+
+static void liveOpen(int st, const struct liveReq *rq) {
+	static const char *const dirs[] = {"/workspace", "/tmp"};
+	long fd = rq->arg == 0 || rq->arg == 1
+		? sys6(__NR_openat, -100 /* AT_FDCWD */, (long)dirs[rq->arg], 010000000 /* O_PATH */ | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0)
+		: -22;
+	liveSend(st, EVL_OPENED, rq->id, fd < 0 ? (int)-fd : 0, 0, fd >= 0 ? (int)fd : -1);
+	if (fd >= 0)
+		SYS(__NR_close, fd, 0, 0);
+}
+
+struct pollfd {
+	int fd;
+	short events, revents;
+};
+
+static void __attribute__((noreturn)) liveLoop(int st, int progfd, unsigned long set, unsigned long mask, int chldIgnored) {
+	// The signals stay blocked (the init blocked them; reaper() set the
+	// mask): the signalfd takes them, SIGCHLD included.
+	long sfd = sys6(__NR_signalfd4, -1, (long)&set, sizeof set, O_CLOEXEC | 04000 /* O_NONBLOCK */, 0, 0);
+	if (sfd < 0)
+		liveFatal(st, sfd, "airlock-reaper: signalfd");
+	status(st, EV_PREPARED, 0, "", 0, "");
+	for (;;) {
+		struct pollfd p[2] = {{st, 1 /* POLLIN */, 0}, {(int)sfd, 1, 0}};
+		long r = sys6(__NR_ppoll, (long)p, 2, 0, 0, sizeof set, 0);
+		if (r == -4)
+			continue;
+		if (r < 0)
+			liveFatal(st, r, "airlock-reaper: ppoll");
+		if (p[1].revents) {
+			static struct ksiginfo si[8]; // signalfd_siginfo is 128 bytes too
+			while (SYS(__NR_read, sfd, si, sizeof si) > 0)
+				;
+			liveReap(st);
+		}
+		if (!p[0].revents)
+			continue;
+		struct liveReq rq;
+		int fds[3];
+		if ((r = liveRecv(st, &rq, fds)) == 0)
+			quit(0); // the supervisor closed us: the namespace goes with us
+		if (r < 0)
+			liveFatal(st, r, "airlock-reaper: a request");
+		switch (rq.op) {
+		case LIVE_START:
+			if ((r = liveStart(st, progfd, &rq, fds, mask, chldIgnored)) < 0)
+				liveFatal(st, r, "airlock-reaper: a process's program");
+			break;
+		case LIVE_SIGNAL:
+			liveSignal(&rq);
+			break;
+		case LIVE_DIAL:
+			liveDial(st, &rq);
+			break;
+		case LIVE_OPEN:
+			liveOpen(st, &rq);
+			break;
+		default:
+			liveFatal(st, -22, "airlock-reaper: an unknown request");
+		}
+	}
+}
+
 static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp) {
 	// MASK first; the rest as before it was added (argv[1] the status fd).
 	unsigned long mask = 0;
@@ -1091,8 +1386,8 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 		argv[4] = argv[1];
 		argc -= 3, argv += 3;
 	}
-	int recycle = argc >= 4 && equal(argv[2], "r");
-	int waits = recycle || (argc == 4 && equal(argv[2], "w"));
+	int recycle = argc >= 4 && equal(argv[2], "r"), islive = argc == 4 && equal(argv[2], "l");
+	int waits = recycle || islive || (argc == 4 && equal(argv[2], "w"));
 	long fd = argc >= 4 ? num(argv[1]) : -1, tty = waits ? 0 : argc >= 5 ? num(argv[2]) : -1;
 	long progfd = waits ? num(argv[3]) : -1;
 	if (fd < 3 || fd > 65535 || tty < 0 || tty > 1 || (waits && (progfd < 3 || progfd > 65535 || progfd == fd)) || (recycle && argc > 4 + MAXWIPE) ||
@@ -1143,6 +1438,8 @@ static void __attribute__((noreturn)) reaper(int argc, char **argv, char **envp)
 		status(st, EV_FAILED, 0, "reaper", r, "airlock-reaper setup");
 		quit(1);
 	}
+	if (islive)
+		liveLoop(st, (int)progfd, set, mask, chldIgnored);
 	static struct attrs first, now;
 	int canRecycle = 0;
 	if (recycle) {

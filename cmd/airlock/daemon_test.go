@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -136,12 +137,22 @@ func TestSlimCLIFiltersFromDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// With the daemon: the first run compiles through it, into the cache.
-	if code, out, errOut := run("", "run", "--", "/bin/echo", "hi"); code != 0 || out != "hi\n" {
+	rule2 := filepath.Join(t.TempDir(), "rule2.json")
+	if err := os.WriteFile(rule2, []byte(`{"seccomp":{"rules":[{"names":["getppid"],"action":"kill"}]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// With the daemon: the first run of a policy with a rule compiles
+	// through it, into the cache; the default policy's program is
+	// compiled ahead (seccomp.Precompiled), never cached.
+	if code, out, errOut := run("", "run", "--policy", rule, "--", "/bin/echo", "hi"); code != 0 || out != "hi\n" {
 		t.Fatalf("first run: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+	if code, out, errOut := run("", "run", "--", "/bin/echo", "hi"); code != 0 || out != "hi\n" {
+		t.Fatalf("the default policy: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 	if n := len(cached()); n != 1 {
-		t.Fatalf("%d filters cached after the first run, want 1", n)
+		t.Fatalf("%d filters cached after the first runs, want 1", n)
 	}
 	// A closed stdout reaches the daemon closed: the result it cannot
 	// write is not lost without a word.
@@ -182,8 +193,22 @@ func TestSlimCLIFiltersFromDaemon(t *testing.T) {
 	}
 	// Without it: the cached filter runs, in the CLI alone, and its
 	// stdin reaches the program.
-	if code, out, errOut := run("piped\n", "run", "--", "/bin/cat"); code != 0 || out != "piped\n" {
+	if code, out, errOut := run("piped\n", "run", "--policy", rule, "--", "/bin/cat"); code != 0 || out != "piped\n" {
 		t.Fatalf("cached filter without airlock-daemon: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// So does the default policy's for a user without a home and no
+	// cache anywhere (HOME=/nonexistent, no XDG_*, an airlock-UID in
+	// TMPDIR that others can write, refused): what no daemon compiled
+	// and no cache holds, the CLI has built in.
+	tmp := t.TempDir()
+	open := filepath.Join(tmp, "airlock-"+strconv.Itoa(os.Geteuid()))
+	if err := os.Mkdir(open, 0o700); err != nil || os.Chmod(open, 0o777) != nil {
+		t.Fatal(err)
+	}
+	homeless := exec.Command(filepath.Join(dir, "airlock"), "run", "--", "/bin/echo", "no home")
+	homeless.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "TMPDIR=" + tmp}
+	if code, out, errOut := runCLI(t, homeless); code != 0 || out != "no home\n" {
+		t.Fatalf("the default policy without a home, a cache or airlock-daemon: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	// A closed stdout is told apart in the CLI alone too (its ELF entry).
 	var errAlone bytes.Buffer
@@ -199,7 +224,7 @@ func TestSlimCLIFiltersFromDaemon(t *testing.T) {
 			t.Errorf("%s without airlock-daemon: exit %d, stdout %q, stderr %q; want 125 naming airlock-daemon", what, code, out, errOut)
 		}
 	}
-	code, out, errOut := run("", "run", "--json", "--policy", rule, "--", "/bin/true")
+	code, out, errOut := run("", "run", "--json", "--policy", rule2, "--", "/bin/true")
 	refused("a filter not cached", code, out, errOut)
 	var res struct {
 		Status string `json:"status"`

@@ -26,6 +26,11 @@ type serveFlags struct {
 	tenantMaxConcurrent            int
 	socketGroup                    string
 	sessionIdle, drain             time.Duration
+	// Live sandboxes (docs/sandboxes.md).
+	maxSandboxes, tenantMaxSandboxes, sandboxMaxProcesses int
+	sandboxPool                                           int
+	maxSandboxBuffer, tenantMaxSandboxBuffer              string
+	sandboxMaxLifetime                                    time.Duration
 }
 
 // serveFlagSet is serve's flag set: the run flags (the served policy)
@@ -59,6 +64,17 @@ func serverFlagSet(name, usage, listenDefault string, stderr io.Writer) (*flag.F
 	fs.IntVar(&sf.tenantMaxSessions, "tenant-max-sessions", tenantSessions, "open sessions of one tenant (a token, or a unix socket peer uid) at most (0 = --max-sessions)")
 	fs.IntVar(&sf.tenantMaxConcurrent, "tenant-max-concurrent", 0, "runs of one tenant running or queued at once before 429 (0 = no cap beyond --max-concurrent and --max-queue)")
 	fs.DurationVar(&sf.sessionIdle, "session-idle", 10*time.Minute, "a session's idle timeout (and the most a session may ask for)")
+	fs.IntVar(&sf.maxSandboxes, "max-sandboxes", 64, "live sandboxes open at most (docs/sandboxes.md)")
+	tenantSandboxes, tenantBuffer := 16, "1GiB"
+	if name == "mcp" {
+		tenantSandboxes, tenantBuffer = 0, "0"
+	}
+	fs.IntVar(&sf.tenantMaxSandboxes, "tenant-max-sandboxes", tenantSandboxes, "live sandboxes of one tenant open at most (0 = --max-sandboxes)")
+	fs.IntVar(&sf.sandboxMaxProcesses, "sandbox-max-processes", 64, "processes running at once in one live sandbox, started through the API")
+	fs.StringVar(&sf.maxSandboxBuffer, "max-sandbox-buffer", "4GiB", "output the live sandboxes' processes may hold buffered in all (each process's two streams, up to max_output each)")
+	fs.StringVar(&sf.tenantMaxSandboxBuffer, "tenant-max-sandbox-buffer", tenantBuffer, "the same, of one tenant's sandboxes (0 = --max-sandbox-buffer)")
+	fs.IntVar(&sf.sandboxPool, "sandbox-pool", 2, "live sandboxes kept prepared for the served policy (a create that tightens nothing takes one; 0 = none)")
+	fs.DurationVar(&sf.sandboxMaxLifetime, "sandbox-max-lifetime", 24*time.Hour, "the longest lifetime a live sandbox may ask for (its idle timeout's longest is --session-idle)")
 	fs.IntVar(&sf.pool, "pool", -1, "warm pool size (default --max-concurrent; 0 = none)")
 	fs.IntVar(&sf.reuse, "reuse", 1, "requests one pooled sandbox may serve, reset between them (docs/serve.md: only for requests that may share a sandbox; 1 = a sandbox per request)")
 	fs.DurationVar(&sf.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running requests may finish before they are killed")

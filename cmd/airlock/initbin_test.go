@@ -84,10 +84,12 @@ func TestSiblingInit(t *testing.T) {
 	}
 }
 
-// warmFilterCache puts the default policy's filter in the CLI's cache
-// (XDG_CACHE_HOME=cache), run once by the installation in bin: a CLI
-// that scripts/build made without cgo loads it from there (it shares the
-// build token), so that a layout without airlock-daemon still runs.
+// warmFilterCache runs the default policy once by the installation in
+// bin with the CLI's cache at cache (XDG_CACHE_HOME): a CLI that
+// scripts/build made without cgo loads the filters airlock-daemon
+// compiled from there (it shares the build token). The default policy's
+// own filter is compiled ahead (seccomp.Precompiled) and never cached,
+// so a layout without airlock-daemon runs it whatever this leaves.
 func warmFilterCache(t *testing.T, bin, cache string) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(bin, "airlock"), "run", "--", "/bin/true")

@@ -50,6 +50,8 @@ commands:
                                      inspect a policy and its seccomp filter
   serve [--listen ADDR] [flags]      the executor over HTTP: warm pool, sessions, Piston API
   mcp [--listen ADDR] [flags]        the executor for agents over MCP (stdio, or streamable HTTP)
+  sandbox create|exec|ps|ls|logs|kill|rm|cp
+                                     live sandboxes of a running airlock serve (docker-like)
   help [COMMAND]                     this text, or a command's usage and flags
   version                            airlock's version, commit, Go, libseccomp, build token
   completion bash|zsh                a shell completion script
@@ -84,6 +86,8 @@ func cli(args []string) int {
 		return serveCmd(args[1:], os.Stdout, os.Stderr)
 	case "mcp":
 		return mcpCmd(args[1:], os.Stdout, os.Stderr)
+	case "sandbox":
+		return sandboxCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "help", "-h", "--help":
 		return helpCmd(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":
@@ -96,6 +100,8 @@ func cli(args []string) int {
 		return versionCmd(os.Stdout)
 	case "completion":
 		return completionCmd(args[1:], os.Stdout, os.Stderr)
+	case manCommand: // hidden: scripts/release's man pages (manpage.go)
+		return manCmd(args[1:], os.Stdout, os.Stderr)
 	}
 	return usageError(os.Stdout, os.Stderr, unknownCommand(args[0]))
 }

@@ -694,11 +694,56 @@ func executableIn(dir, name string) string {
 	return p
 }
 
-// cacheDir is where the CLI keeps compiled seccomp filters:
-// $XDG_CACHE_HOME/airlock or ~/.cache/airlock ("" = none).
-func cacheDir() string {
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "airlock")
+// cacheDir is where the CLI keeps compiled seccomp filters (of policies
+// other than the default, whose programs are compiled ahead:
+// seccomp.Precompiled): see userCacheDir.
+func cacheDir() string { return userCacheDir(os.Getenv, os.Geteuid()) }
+
+// userCacheDir is the cache directory of the user uid with environment
+// getenv: $XDG_CACHE_HOME/airlock or ~/.cache/airlock, where it exists
+// or can be made in a home of this user's; else, for a user without a
+// home (daemons, CI users, nobody: HOME=/nonexistent), a directory that
+// no one else can have made: $XDG_RUNTIME_DIR/airlock when that runtime
+// dir is this user's and private (mode 0700), else airlock-UID in
+// $TMPDIR or /tmp (made 0700). It is never made here, and a home is
+// never made: the executor makes the last directories, 0700, and uses
+// one only while it is this user's, not writable by others and not a
+// symlink (Config.SeccompCacheDir), so that one another user made
+// first in a shared /tmp is refused, never trusted.
+func userCacheDir(getenv func(string) string, uid int) string {
+	base := getenv("XDG_CACHE_HOME")
+	if !filepath.IsAbs(base) {
+		base = ""
+		if home := getenv("HOME"); filepath.IsAbs(home) {
+			base = filepath.Join(home, ".cache")
+			if !ownedDir(home, uid) && !ownedDir(base, uid) {
+				base = "" // not a home this user can keep a cache in
+			}
+		}
+	} else if !ownedDir(base, uid) && !ownedDir(filepath.Dir(base), uid) {
+		base = "" // neither there nor to be made by this user
 	}
-	return ""
+	if base != "" {
+		return filepath.Join(base, "airlock")
+	}
+	if run := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(run) && ownedDir(run, uid) && privateMode(run) {
+		return filepath.Join(run, "airlock")
+	}
+	tmp := getenv("TMPDIR")
+	if !filepath.IsAbs(tmp) {
+		tmp = "/tmp"
+	}
+	return filepath.Join(tmp, "airlock-"+strconv.Itoa(uid))
+}
+
+// ownedDir: path is a directory (not a symlink to one) owned by uid.
+func ownedDir(path string, uid int) bool {
+	var st unix.Stat_t
+	return unix.Lstat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == uid
+}
+
+// privateMode: path's group and others have no access to it.
+func privateMode(path string) bool {
+	var st unix.Stat_t
+	return unix.Lstat(path, &st) == nil && st.Mode&0o077 == 0
 }

@@ -119,6 +119,12 @@ func startServed(name string, f *runFlags, sf *serveFlags, stderr io.Writer) (*d
 	if err != nil || maxReq <= 0 {
 		return fail(policy.Invalid("--max-request", "%q: want a positive size like 16MiB", sf.maxRequest))
 	}
+	var sbBuf [2]policy.Size
+	for i, v := range []struct{ flag, val string }{{"--max-sandbox-buffer", sf.maxSandboxBuffer}, {"--tenant-max-sandbox-buffer", sf.tenantMaxSandboxBuffer}} {
+		if sbBuf[i], err = policy.ParseSize(v.val); err != nil || (i == 0 && sbBuf[i] <= 0) {
+			return fail(policy.Invalid(v.flag, "%q: want a positive size like 1GiB", v.val))
+		}
+	}
 	if sv.tokens, err = readTokens(sf.tokenFile); err != nil {
 		return fail(err)
 	}
@@ -147,7 +153,10 @@ func startServed(name string, f *runFlags, sf *serveFlags, stderr io.Writer) (*d
 	// the daemon was started (under nohup, by a shell that ignored
 	// SIGPIPE, ...), as a process a service starts should.
 	cfg.SetSignals, cfg.SignalsIgnored, cfg.SignalsBlocked = true, 0, 0
-	cfg.Pool = executor.PoolConfig{Size: sf.pool, Policy: p, Refill: min(sf.pool, 2), Reuse: sf.reuse}
+	cfg.Pool = executor.PoolConfig{Size: sf.pool, Policy: p, Refill: min(sf.pool, 2), Reuse: sf.reuse, Live: max(sf.sandboxPool, 0)}
+	if p.Backend == "process" {
+		cfg.Pool.Live = 0 // a live sandbox is the jail's (NewSandbox refuses the process backend)
+	}
 	ex, err := executor.New(cfg)
 	var inv *policy.InvalidError
 	if errors.As(err, &inv) && inv.Field == "pool" {
@@ -163,7 +172,9 @@ func startServed(name string, f *runFlags, sf *serveFlags, stderr io.Writer) (*d
 	warnWeakened(p, stderr)
 	sv.srv, err = server.New(server.Config{Executor: ex, Policy: p, MaxConcurrent: sf.maxConcurrent, MaxQueue: sf.maxQueue,
 		MaxRequest: int64(maxReq), MaxSessions: sf.maxSessions, TenantMaxSessions: sf.tenantMaxSessions, TenantMaxConcurrent: sf.tenantMaxConcurrent,
-		SessionIdle: sf.sessionIdle, Logger: sv.log})
+		SessionIdle: sf.sessionIdle, Logger: sv.log,
+		MaxSandboxes: sf.maxSandboxes, TenantMaxSandboxes: sf.tenantMaxSandboxes, SandboxMaxProcesses: sf.sandboxMaxProcesses,
+		MaxSandboxBuffer: int64(sbBuf[0]), TenantMaxSandboxBuffer: int64(sbBuf[1]), SandboxMaxLifetime: sf.sandboxMaxLifetime})
 	if err != nil {
 		return fail(err)
 	}

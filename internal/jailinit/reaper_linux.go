@@ -76,8 +76,9 @@ var forwardedSigs = []unix.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.S
 // socket and the spec pipe, on which it waits for its program (see
 // initConfig.ReaperWaits); it returns only on failure. No environment:
 // the program's comes with it. With recycle, the reaper serves runs until
-// its sandbox is discarded, and empties those directories between them.
-func execWaitingReaper(reaperFD int, recycle []string) error {
+// its sandbox is discarded, and empties those directories between them;
+// with live, it is pid 1 of a sandbox that lives (spawn.c's live mode).
+func execWaitingReaper(reaperFD int, recycle []string, live bool) error {
 	if reaperFD < 0 {
 		return stage("exec reaper", errors.New("a waiting reaper without a reaper"))
 	}
@@ -93,6 +94,8 @@ func execWaitingReaper(reaperFD int, recycle []string) error {
 	argv := []string{"airlock-reaper", mask, strconv.Itoa(statusFD), "w", strconv.Itoa(specFD)}
 	if recycle != nil {
 		argv = append(argv[:3], append([]string{"r", strconv.Itoa(specFD)}, recycle...)...)
+	} else if live {
+		argv[3] = "l"
 	}
 	return stage("exec reaper", unix.Exec("/proc/self/fd/"+strconv.Itoa(reaperFD), argv, nil))
 }

@@ -41,7 +41,8 @@ import (
 // "prepared" too: recycled). Version 9: initConfig.TimerSlack, SetSignals
 // and SignalsIgnored. Version 10: initConfig.SignalsBlocked (and the
 // reaper passes its inherited signal mask on to the program).
-const wireVersion = 10
+// Version 11: initConfig.Live.
+const wireVersion = 11
 
 // writeMsg sends one message: header and payload in a single write.
 func writeMsg(w io.Writer, payload []byte) error {
@@ -249,6 +250,7 @@ func (c *initConfig) marshal() []byte {
 	e.bool(c.SetSignals)
 	e.uint(c.SignalsIgnored)
 	e.uint(c.SignalsBlocked)
+	e.bool(c.Live)
 	return e.b
 }
 
@@ -280,6 +282,7 @@ func (c *initConfig) unmarshal(b []byte) error {
 	c.SetSignals = d.bool()
 	c.SignalsIgnored = d.uint()
 	c.SignalsBlocked = d.uint()
+	c.Live = d.bool()
 	return d.end()
 }
 

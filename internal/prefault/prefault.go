@@ -16,7 +16,7 @@
 // nothing.
 // airlock-init uses the package for that alone (its image populated at
 // an entry of its own measured no gain: it touches less of an image a
-// third the size). docs/performance.md has the A/Bs.
+// third the size). docs/performance.md as of commit bc3fb33 has the A/Bs.
 //
 // The bss without pointers (noptrbss) is left out: it holds buffers the
 // programs never touch, such as crypto/internal/fips140/drbg's 32 MiB.

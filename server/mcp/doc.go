@@ -11,12 +11,18 @@
 //   - run_code: language, code, stdin, args, timeout, files; one fresh
 //     sandbox.
 //   - session_open, session_run (a shell command, or code in a
-//     language; a timeout), session_close: a workspace kept across runs.
+//     language; a timeout), session_close: a live sandbox
+//     (server.SessionSandbox) whose workspace and background processes
+//     last across calls until it closes.
+//   - process_start, process_output, process_input, process_signal,
+//     process_list: background processes of a session (output read
+//     from where the last read stopped, or from an offset).
+//   - http_request: an HTTP request to a port of a session's sandbox,
+//     through executor.Sandbox.Dial only.
 //
 // language is an enum of every name the REST routes take, aliases
-// included (server.Languages). Each call is a sandbox of its own: a
-// process left in the background dies with its call, as the run tools'
-// descriptions say.
+// included (server.Languages). run_code is one-shot: its sandbox ends
+// with the call, as its description says.
 //   - read_file, write_file, list_files: a session's workspace, without
 //     running anything (paths are relative to /workspace; nothing
 //     outside it is reachable: no "..", no absolute path, no link).
@@ -25,10 +31,10 @@
 //
 // Each tool has an input and an output schema; a call's result carries
 // the structured output and a readable text block. Annotations are
-// true to each tool: read_file, list_files and capabilities are
-// read-only; a run never is; openWorldHint (and, for run_code,
-// destructiveHint) is set only when the served policy lets programs
-// reach a network beyond the sandbox.
+// true to each tool: read_file, list_files, process_output,
+// process_list and capabilities are read-only; a run never is;
+// openWorldHint (and, for run_code, destructiveHint) is set only when
+// the served policy lets programs reach a network beyond the sandbox.
 //
 // A session's files are also resources, airlock://session/{id}/{path}
 // (a resource template), readable by the connection that opened it.

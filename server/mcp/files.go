@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/server"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -134,14 +135,20 @@ func (m *MCP) listFiles(ctx context.Context, req *sdk.CallToolRequest, in Sessio
 		err = c.owns(in.Session)
 	}
 	if err == nil {
-		out.Files, err = m.srv.SessionFiles(in.Session, maxListed)
+		var l server.FileListing
+		l, err = m.srv.SessionFiles(in.Session, maxListed)
+		out.Files, out.Total, out.Omitted = l.Files, l.Total, l.Omitted
 	}
 	if err != nil {
 		out.Error = policy.Describe(err)
 		return refused(err, out)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d entries in /workspace of session %s\n", len(out.Files), in.Session)
+	fmt.Fprintf(&b, "%d entries in /workspace of session %s", len(out.Files), in.Session)
+	if out.Omitted > 0 {
+		fmt.Fprintf(&b, " (%d found, %d not listed: the cap of %d; list a subdirectory with session_run, e.g. find DIR)", out.Total, out.Omitted, maxListed)
+	}
+	b.WriteString("\n")
 	for _, f := range out.Files {
 		if f.Skipped != "" && f.Skipped != "cap" {
 			fmt.Fprintf(&b, "%s (%s)\n", f.Path, f.Skipped)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/server"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -63,6 +64,39 @@ type conn struct {
 	mu       sync.Mutex
 	sessions map[string]time.Duration // each open session's timeout of a run
 	saved    int                      // output files saved so far
+	read     map[procKey][2]int64     // where process_output stopped, stdout and stderr
+}
+
+// procKey is a process of a session (a pid may be reused once its
+// process ended: the handle is the key).
+type procKey struct {
+	session string
+	p       *executor.Process
+}
+
+// offsets is where the last process_output of p stopped.
+func (c *conn) offsets(session string, p *executor.Process) [2]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.read[procKey{session, p}]
+}
+
+func (c *conn) setOffsets(session string, p *executor.Process, offs [2]int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.read[procKey{session, p}] = offs
+}
+
+// forget drops what c keeps of session (closed).
+func (c *conn) forget(session string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.sessions, session)
+	for k := range c.read {
+		if k.session == session {
+			delete(c.read, k)
+		}
+	}
 }
 
 // New returns an MCP for cfg.
@@ -105,8 +139,8 @@ func New(cfg Config) (*MCP, error) {
 }
 
 const instructions = `airlock runs code and shell commands in a Linux sandbox (namespaces, seccomp, cgroups): no access to the host's files, network only as the served policy allows.
-Use run_code for one-off code; session_open, then session_run/write_file/read_file/list_files to keep files across runs, and session_close when done. capabilities lists the languages and limits.
-Each run is a sandbox of its own: a process left in the background is killed when its call returns, so nothing (a server, a watcher) keeps running between calls.
+Use run_code for one-off code (a sandbox that ends with the call). For anything that keeps state, session_open: a sandbox that lives until session_close, its idle timeout or this connection's end, whose /workspace files and background processes last across calls.
+In a session: session_run runs a command and waits; process_start starts a background process (a server, a watcher, a REPL) and returns its pid; process_output reads its new output; process_input writes its stdin; process_signal stops it; process_list shows processes and listening ports; http_request sends an HTTP request to a port inside. read_file/write_file/list_files handle files. capabilities lists the languages and limits.
 A program's failure (non-zero exit, timeout) is a normal result; a refused call is an error result that says whether retrying can help.`
 
 // Server is the SDK server: run it over stdio (Server().Run(ctx,
@@ -147,7 +181,7 @@ func (m *MCP) conn(ss *sdk.ServerSession) (*conn, error) {
 	if c := m.conns[ss]; c != nil {
 		return c, nil
 	}
-	c := &conn{runs: make(chan struct{}, m.cfg.MaxRuns), sessions: map[string]time.Duration{}}
+	c := &conn{runs: make(chan struct{}, m.cfg.MaxRuns), sessions: map[string]time.Duration{}, read: map[procKey][2]int64{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	m.conns[ss] = c
 	ended := make(chan struct{})
@@ -175,6 +209,7 @@ func (m *MCP) end(c *conn) {
 	c.mu.Lock()
 	ids := c.sessions
 	c.sessions = map[string]time.Duration{}
+	c.read = map[procKey][2]int64{}
 	c.mu.Unlock()
 	for id := range ids {
 		m.srv.CloseSession(id)

@@ -156,7 +156,8 @@ func TestToolsListed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"run_code", "session_open", "session_run", "session_close", "read_file", "write_file", "list_files", "capabilities"}
+	want := []string{"run_code", "session_open", "session_run", "session_close", "read_file", "write_file", "list_files", "capabilities",
+		"process_start", "process_output", "process_input", "process_signal", "process_list", "http_request"}
 	got := map[string]*sdk.Tool{}
 	for _, tool := range res.Tools {
 		got[tool.Name] = tool
@@ -196,24 +197,36 @@ func TestToolAnnotations(t *testing.T) {
 		want map[string]hints
 	}{
 		{policy.NetNone, map[string]hints{
-			"run_code":      {false, false, true, false},
-			"session_open":  {false, false, false, false},
-			"session_run":   {false, true, false, false},
-			"session_close": {false, true, true, false},
-			"read_file":     {true, false, true, false},
-			"write_file":    {false, true, true, false},
-			"list_files":    {true, false, true, false},
-			"capabilities":  {true, false, true, false},
+			"run_code":       {false, false, true, false},
+			"session_open":   {false, false, false, false},
+			"session_run":    {false, true, false, false},
+			"session_close":  {false, true, true, false},
+			"read_file":      {true, false, true, false},
+			"write_file":     {false, true, true, false},
+			"list_files":     {true, false, true, false},
+			"capabilities":   {true, false, true, false},
+			"process_start":  {false, true, false, false},
+			"process_output": {true, false, true, false},
+			"process_input":  {false, true, false, false},
+			"process_signal": {false, true, true, false},
+			"process_list":   {true, false, true, false},
+			"http_request":   {false, true, false, false},
 		}},
 		{policy.NetHost, map[string]hints{
-			"run_code":      {false, true, false, true},
-			"session_open":  {false, false, false, false},
-			"session_run":   {false, true, false, true},
-			"session_close": {false, true, true, false},
-			"read_file":     {true, false, true, false},
-			"write_file":    {false, true, true, false},
-			"list_files":    {true, false, true, false},
-			"capabilities":  {true, false, true, false},
+			"run_code":       {false, true, false, true},
+			"session_open":   {false, false, false, false},
+			"session_run":    {false, true, false, true},
+			"session_close":  {false, true, true, false},
+			"read_file":      {true, false, true, false},
+			"write_file":     {false, true, true, false},
+			"list_files":     {true, false, true, false},
+			"capabilities":   {true, false, true, false},
+			"process_start":  {false, true, false, true},
+			"process_output": {true, false, true, false},
+			"process_input":  {false, true, false, true},
+			"process_signal": {false, true, true, false},
+			"process_list":   {true, false, true, false},
+			"http_request":   {false, true, false, true},
 		}},
 	} {
 		e := startWith(t, func(sc *server.Config) { sc.Policy.Net = c.net }, nil)
@@ -237,9 +250,12 @@ func TestToolAnnotations(t *testing.T) {
 	}
 }
 
-// The tools that run a program say that a process left in the
-// background dies with the call (no later call can reach it), and the
-// server's instructions say it too.
+// No tool says a background process dies with each call; the tools that
+// run in a session and the instructions say it lives until the session
+// closes; run_code says it is one-shot. What they say holds: a sleep left
+// in the background by one session_run is there in the next (seen from
+// the host too), and gone, from the host's view, once the session
+// closes.
 func TestDescriptionsBackground(t *testing.T) {
 	e := start(t, nil)
 	cs := e.connect(t, nil)
@@ -247,30 +263,41 @@ func TestDescriptionsBackground(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	said := 0
 	for _, tool := range res.Tools {
-		if tool.Name == "run_code" || tool.Name == "session_run" {
-			if !strings.Contains(tool.Description, "in the background") || !strings.Contains(tool.Description, "is killed when the call returns") {
-				t.Errorf("%s's description does not say a background process dies with the call: %q", tool.Name, tool.Description)
+		if strings.Contains(tool.Description, "killed when the call returns") || strings.Contains(tool.Description, "nothing runs between calls") {
+			t.Errorf("%s's description says a background process dies with its call: %q", tool.Name, tool.Description)
+		}
+		switch tool.Name {
+		case "session_open", "process_start":
+			if !strings.Contains(tool.Description, "background") || !strings.Contains(tool.Description, "session close") && !strings.Contains(tool.Description, "session_close") {
+				t.Errorf("%s's description does not say background processes live until the session closes: %q", tool.Name, tool.Description)
 			}
-			said++
+		case "run_code":
+			if !strings.Contains(tool.Description, "one-shot") {
+				t.Errorf("run_code's description does not say it is one-shot: %q", tool.Description)
+			}
 		}
 	}
-	if said != 2 {
-		t.Errorf("%d of run_code and session_run listed", said)
+	if in := cs.InitializeResult().Instructions; !strings.Contains(in, "background processes last across calls") || strings.Contains(in, "killed when its call returns") {
+		t.Errorf("the instructions: %q", in)
 	}
-	if in := cs.InitializeResult().Instructions; !strings.Contains(in, "killed when its call returns") {
-		t.Errorf("the instructions do not say it: %q", in)
-	}
-	// What they say holds: a sleep left in the background by one call is
-	// not there in the next.
 	_, out := call(t, cs, "session_open", nil)
 	id := out["session"].(string)
-	if r, out := call(t, cs, "session_run", map[string]any{"session": id, "command": "sleep 1000 & echo started"}); r.IsError || out["stdout"] != "started\n" {
+	marker := uniqueSleep()
+	if r, out := call(t, cs, "session_run", map[string]any{"session": id, "command": "sleep " + marker + " > /dev/null 2>&1 & echo started"}); r.IsError || out["status"] != "ok" || out["stdout"] != "started\n" {
 		t.Fatalf("sleep in the background: %v %s", out, textOf(r))
 	}
-	if r, out := call(t, cs, "session_run", map[string]any{"session": id, "command": "ps -e -o comm= | grep -cx sleep"}); r.IsError || out["stdout"] != "0\n" {
-		t.Fatalf("the background sleep outlived its call: %v %s", out, textOf(r))
+	if r, out := call(t, cs, "session_run", map[string]any{"session": id, "command": "ps -e -o args= | grep -cx 'sleep " + marker + "'"}); r.IsError || out["stdout"] != "1\n" {
+		t.Fatalf("the background sleep is not there in the next call: %v %s", out, textOf(r))
+	}
+	if n := len(testutil.HostProcsWith("sleep", marker)); n != 1 {
+		t.Fatalf("the host sees %d processes 'sleep %s', want 1", n, marker)
+	}
+	if r, _ := call(t, cs, "session_close", map[string]any{"session": id}); r.IsError {
+		t.Fatalf("close: %s", textOf(r))
+	}
+	if n := len(testutil.HostProcsWith("sleep", marker)); n != 0 {
+		t.Fatalf("after session_close the host sees %d processes 'sleep %s'", n, marker)
 	}
 }
 
@@ -432,7 +459,7 @@ func TestRunCode(t *testing.T) {
 	_, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "rm_rf"})
 	var werr *jsonrpc.Error
 	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, `unknown tool "rm_rf"`) ||
-		!strings.Contains(werr.Message, "capabilities, list_files, read_file, run_code, session_close, session_open, session_run, write_file") ||
+		!strings.Contains(werr.Message, "capabilities, http_request, list_files, process_input, process_list, process_output, process_signal, process_start, read_file, run_code, session_close, session_open, session_run, write_file") ||
 		!strings.Contains(werr.Message, "nothing ran") {
 		t.Errorf("unknown tool: %v", err)
 	}

@@ -265,6 +265,14 @@ func (m *MCP) explainRefusals(next sdk.MethodHandler) sdk.MethodHandler {
 			r.StructuredContent = FileOut{Error: info}
 		case "list_files":
 			r.StructuredContent = ListOut{Files: []server.FileEntry{}, Error: info}
+		case "process_start", "process_input", "process_signal":
+			r.StructuredContent = ProcessOut{Error: info}
+		case "process_output":
+			r.StructuredContent = ProcessOutputOut{Error: info}
+		case "process_list":
+			r.StructuredContent = ProcessListOut{Processes: []ProcessEntry{}, Listening: []int{}, Error: info}
+		case "http_request":
+			r.StructuredContent = HTTPResponseOut{Error: info}
 		}
 		return res, err
 	}

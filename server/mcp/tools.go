@@ -8,11 +8,9 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/executor"
-	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/server"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -52,6 +50,8 @@ type RunOut struct {
 	CPUTimeMS       int64              `json:"cpu_time_ms"`
 	MemoryPeakBytes int64              `json:"memory_peak_bytes"`
 	Files           []server.FileEntry `json:"files,omitempty" jsonschema:"files in /workspace after the run"`
+	FilesOmitted    *int               `json:"files_omitted,omitempty" jsonschema:"how many more files /workspace holds than files lists (list_files lists more)"`
+	PID             int                `json:"pid,omitempty" jsonschema:"the run's process id in the session's sandbox"`
 	Session         string             `json:"session,omitempty"`
 	Error           *policy.ErrorInfo  `json:"error,omitempty" jsonschema:"why the call was refused or the sandbox failed: class, retryable, field, message, fix"`
 }
@@ -65,11 +65,14 @@ type SessionOpenIn struct {
 
 // SessionOut is the output of session_open and session_close.
 type SessionOut struct {
-	Session     string            `json:"session"`
-	Closed      bool              `json:"closed,omitempty"`
-	IdleTimeout string            `json:"idle_timeout,omitempty"`
-	Timeout     string            `json:"timeout,omitempty"`
-	Error       *policy.ErrorInfo `json:"error,omitempty"`
+	Session     string `json:"session"`
+	Closed      bool   `json:"closed,omitempty"`
+	IdleTimeout string `json:"idle_timeout,omitempty"`
+	Timeout     string `json:"timeout,omitempty"`
+	// WorkspaceLimit is the size of the session's /workspace.
+	WorkspaceLimit int64             `json:"workspace_limit_bytes,omitempty" jsonschema:"the most bytes /workspace holds (a write past it fails: no space left on device)"`
+	Lifetime       string            `json:"lifetime,omitempty" jsonschema:"the session closes this long after it opened, however busy"`
+	Error          *policy.ErrorInfo `json:"error,omitempty"`
 }
 
 // SessionRunIn is session_run's input: a shell command, or code.
@@ -117,6 +120,8 @@ type WriteFileIn struct {
 type ListOut struct {
 	Session string             `json:"session"`
 	Files   []server.FileEntry `json:"files"`
+	Total   int                `json:"total" jsonschema:"entries found under /workspace"`
+	Omitted int                `json:"omitted" jsonschema:"entries found but not listed (the cap)"`
 	Error   *policy.ErrorInfo  `json:"error,omitempty"`
 }
 
@@ -155,10 +160,14 @@ func (m *MCP) addTools() error {
 	if err != nil {
 		return fmt.Errorf("mcp: BUG: session_open schema: %w", err)
 	}
+	startSchema, err := jsonschema.For[ProcessStartIn](nil)
+	if err != nil {
+		return fmt.Errorf("mcp: BUG: process_start schema: %w", err)
+	}
 	// language: every name a request may give (executor's one table, as
 	// the REST routes take it: names and aliases), as an enum and said.
 	langDesc := "the language of code: " + languagesText(langs)
-	for _, s := range []*jsonschema.Schema{runSchema, sessRunSchema} {
+	for _, s := range []*jsonschema.Schema{runSchema, sessRunSchema, startSchema} {
 		l := s.Properties["language"]
 		l.Description = langDesc
 		for _, lang := range langs {
@@ -174,14 +183,18 @@ func (m *MCP) addTools() error {
 	// Annotations, true to what each tool does. A run executes arbitrary
 	// code: never read-only; with a network beyond the sandbox it may
 	// change the world outside (destructive, not idempotent, open world),
-	// without one nothing it does outlives its sandbox but the files of
-	// a session. The file tools and session_open/close touch only a
-	// session's workspace; read_file, list_files and capabilities change
-	// nothing.
+	// without one nothing it does outlives its sandbox but a session's
+	// files and processes. The file tools and session_open/close touch
+	// only a session; read_file, list_files, process_output (it moves
+	// only this connection's read offsets), process_list (it reads the
+	// sandbox's /proc/net/tcp) and capabilities change nothing.
 	ann := func(title string, readOnly, destructive, idempotent, open bool) *sdk.ToolAnnotations {
 		return &sdk.ToolAnnotations{Title: title, ReadOnlyHint: readOnly, DestructiveHint: &destructive, IdempotentHint: idempotent, OpenWorldHint: &open}
 	}
-	background := "A process left running in the background (cmd &, nohup, a server) is killed when the call returns: nothing runs between calls, so start a server and use it within one call."
+	// What a session keeps, said alike by every tool that runs in one.
+	keeps := "A session is one sandbox that lives until session_close, its idle timeout or the end of this connection: " +
+		"its /workspace files and the processes left running in the background (cmd &, a server, a watcher) last across calls, " +
+		"and a server in it is reached with http_request. Prefer process_start for servers and long jobs: it returns at once with a pid."
 	net := "no network"
 	if p.Network() == policy.NetLoopback {
 		net = "only the sandbox's own loopback network"
@@ -191,24 +204,50 @@ func (m *MCP) addTools() error {
 	limits := fmt.Sprintf("Limits: %v a run (timeout), %d MiB of memory, %s; at most %d KiB of stdout and stderr in the result (capabilities lists all).", served, p.MemoryLimit()>>20, net, m.cfg.MaxReturn>>10)
 	addTool(m, &sdk.Tool{Name: "run_code", InputSchema: runSchema, Annotations: ann("Run code in a fresh sandbox", false, m.open, !m.open, m.open),
 		Description: "Runs code in a fresh, isolated sandbox (languages: " + strings.Join(names, ", ") + ") and returns its exit status, stdout and stderr. " +
-			"The sandbox ends with the call: files it writes are discarded (use a session to keep them). " + background + " " + limits}, m.runCode)
+			"It is one-shot: the sandbox, its files and anything it started end with the call. To keep files or processes (a server) across calls, use a session (session_open). " + limits}, m.runCode)
 	addTool(m, &sdk.Tool{Name: "session_open", InputSchema: openSchema, Annotations: ann("Open a sandbox session", false, false, false, false),
-		Description: fmt.Sprintf("Opens a session: a /workspace directory kept across session_run, read_file, write_file and list_files calls; returns its id. "+
-			"Each run is a fresh sandbox over it: only the files in /workspace persist. At most %d sessions open per connection; close it with session_close when done.", m.cfg.MaxSessions)}, m.sessionOpen)
+		Description: fmt.Sprintf("Opens a session and returns its id: a sandbox kept for session_run, the process_* tools, http_request and the file tools. "+
+			"%s Its /workspace is a bounded in-memory file system (workspace_limit_bytes in the result; a write past it fails with no space left on device). "+
+			"At most %d sessions open per connection; close it with session_close when done.", keeps, m.cfg.MaxSessions)}, m.sessionOpen)
 	addTool(m, &sdk.Tool{Name: "session_run", InputSchema: sessRunSchema, Annotations: ann("Run in a session", false, true, false, m.open),
-		Description: "Runs a shell command (command, by bash) or code (language and code) in a fresh sandbox over the session's /workspace, its working directory. " +
-			"Only files under /workspace ($HOME) persist to later calls; the shell's state (cd, variables), /tmp and processes do not, and the rest of the file system is read-only. " +
-			background + fmt.Sprintf(" Output past %d KiB is cut in the result and saved whole in the workspace (output_note says where).", m.cfg.MaxReturn>>10)}, m.sessionRun)
+		Description: "Runs a shell command (command, by bash) or code (language and code) in the session's sandbox, in /workspace, and waits for it: returns its exit status, stdout and stderr. " +
+			"Each call is a new shell (cd and variables do not carry over); files and background processes do. A command that ends with cmd & returns while cmd runs on " +
+			"(redirect its output to a file, e.g. cmd > log 2>&1 &, or use process_start to read it later). The code is kept outside /workspace: no file of yours is overwritten. " +
+			fmt.Sprintf("Output past %d KiB is cut in the result and saved whole in the workspace (output_note says where).", m.cfg.MaxReturn>>10)}, m.sessionRun)
 	addTool(m, &sdk.Tool{Name: "session_close", Annotations: ann("Close a session", false, true, true, false),
-		Description: "Closes a session and deletes its workspace and every file in it."}, m.sessionClose)
+		Description: "Closes a session: kills every process in it and deletes its workspace and every file in it."}, m.sessionClose)
+	addTool(m, &sdk.Tool{Name: "process_start", InputSchema: startSchema, Annotations: ann("Start a background process", false, true, false, m.open),
+		Description: "Starts a process in the session's sandbox in the background and returns at once with its pid: a shell command (command, by bash), a program (argv), or code (language and code). " +
+			"It runs until it ends, process_signal stops it, its timeout (if given) passes, or the session closes: later calls reach it. " +
+			"Read its output with process_output, write its stdin with process_input (start it with stdin: true), see it and the ports listening with process_list, " +
+			"and send HTTP requests to a server it runs with http_request (e.g. command \"python3 -m http.server 8000\", then http_request port 8000)."}, m.processStart)
+	addTool(m, &sdk.Tool{Name: "process_output", Annotations: ann("Read a process's output", true, false, true, false),
+		Description: fmt.Sprintf("Returns the stdout and stderr a session's process (pid) wrote since the last process_output call on it (or from stdout_offset and stderr_offset), "+
+			"whether it is still running, and once it ended its exit code and status. wait (seconds) waits for new output or the end when there is none yet. "+
+			"At most %d KiB a call: more: true says to call again. The process keeps the last %d KiB of each stream (dropped counts older bytes skipped).",
+			m.cfg.MaxReturn>>10, int64(p.MaxOutput)>>10)}, m.processOutput)
+	addTool(m, &sdk.Tool{Name: "process_input", Annotations: ann("Write to a process's stdin", false, true, false, m.open),
+		Description: "Writes data to the standard input of a session's process started with stdin: true (include the newline a line-reading program waits for); close: true then ends its input. " +
+			"Its answer comes in process_output."}, m.processInput)
+	addTool(m, &sdk.Tool{Name: "process_signal", Annotations: ann("Signal a process", false, true, true, false),
+		Description: "Sends a signal (TERM by default; KILL, INT, HUP, QUIT, USR1, USR2, STOP, CONT) to a session's process and the processes it started (its process group). " +
+			"Returns its state: process_output then has its exit code."}, m.processSignal)
+	addTool(m, &sdk.Tool{Name: "process_list", Annotations: ann("List a session's processes and ports", true, false, true, false),
+		Description: "Lists a session's processes (pid, argv, running or exited with its exit code; recently ended ones included) and the TCP ports something listens on inside its sandbox: " +
+			"the ports http_request can reach. A server shows its port here once it is ready."}, m.processList)
+	addTool(m, &sdk.Tool{Name: "http_request", Annotations: ann("HTTP request into a session", false, true, false, m.open),
+		Description: fmt.Sprintf("Sends an HTTP request to a server listening on a port of the session's sandbox (its own loopback: 127.0.0.1 or ::1 inside; nothing else is reachable) "+
+			"and returns its status, headers and body (at most %d KiB; truncated: true past it; base64 when not text). Redirects are returned, not followed. "+
+			"The port is the one the server was told to listen on; process_list shows the listening ports. Connection refused means nothing listens there yet: "+
+			"check process_output of the server and retry.", m.cfg.MaxReturn>>10)}, m.httpRequest)
 	addTool(m, &sdk.Tool{Name: "read_file", Annotations: ann("Read a session file", true, false, true, false),
 		Description: fmt.Sprintf("Reads a file of a session's /workspace (path relative to it), without running anything. "+
 			"Returns at most the first %d KiB (truncated: true past it; read further parts with session_run, e.g. tail -c); content that is not UTF-8 comes as base64.", m.cfg.MaxReturn>>10)}, m.readFile)
 	addTool(m, &sdk.Tool{Name: "write_file", Annotations: ann("Write a session file", false, true, true, false),
-		Description: "Creates or replaces a file of a session's /workspace (path relative to it; parent directories are made), without running anything. " +
-			"content is text, or base64 or hex as encoding says; at most the server's max_request bytes (capabilities)."}, m.writeFile)
+		Description: "Creates or replaces a file of a session's /workspace (path relative to it; parent directories are made), without running anything; the sandbox's processes may read and write it. " +
+			"content is text, or base64 or hex as encoding says; at most the server's max_request bytes (capabilities) and the room left in the workspace."}, m.writeFile)
 	addTool(m, &sdk.Tool{Name: "list_files", Annotations: ann("List session files", true, false, true, false),
-		Description: fmt.Sprintf("Lists the files under a session's /workspace, subdirectories included, with their sizes in bytes (at most %d entries).", maxListed)}, m.listFiles)
+		Description: fmt.Sprintf("Lists the files under a session's /workspace, subdirectories included, with their sizes in bytes (at most %d entries; total and omitted say how many there are beyond).", maxListed)}, m.listFiles)
 	capsSchema, err := jsonschema.For[CapsOut](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 		// Durations marshal as "1m30s", sizes as numbers of bytes.
 		reflect.TypeFor[policy.Duration](): {Type: "string"},
@@ -363,8 +402,11 @@ func (m *MCP) sessionOpen(ctx context.Context, req *sdk.CallToolRequest, in Sess
 		return refused(err, SessionOut{Error: policy.Describe(err)})
 	}
 	c.sessions[info.ID] = time.Duration(info.Policy.Timeout)
-	out := SessionOut{Session: info.ID, IdleTimeout: time.Duration(info.IdleTimeout).String(), Timeout: time.Duration(info.Policy.Timeout).String()}
-	return text(fmt.Sprintf("session %s open: /workspace is kept across session_run calls; each run may take %s; it closes itself after %s unused.", out.Session, out.Timeout, out.IdleTimeout)), out, nil
+	out := SessionOut{Session: info.ID, IdleTimeout: time.Duration(info.IdleTimeout).String(), Timeout: time.Duration(info.Policy.Timeout).String(),
+		WorkspaceLimit: info.Workspace.Limit, Lifetime: server.SessionLifetime.String()}
+	return text(fmt.Sprintf("session %s open: one sandbox whose /workspace (%d MiB at most) and background processes last across calls; each session_run may take %s; "+
+		"it closes itself (killing its processes, deleting its files) after %s unused, or %s after it opened.",
+		out.Session, out.WorkspaceLimit>>20, out.Timeout, out.IdleTimeout, out.Lifetime)), out, nil
 }
 
 func (m *MCP) sessionRun(ctx context.Context, req *sdk.CallToolRequest, in SessionRunIn) (*sdk.CallToolResult, RunOut, error) {
@@ -398,51 +440,29 @@ func (m *MCP) sessionRun(ctx context.Context, req *sdk.CallToolRequest, in Sessi
 	case in.Language == "":
 		return refusedRun(policy.Invalid("command", "required: a shell command, or language and code"), nil)
 	}
-	exec := func(ctx context.Context) (*executor.Result, error) { return m.srv.SessionExec(ctx, in.Session, b) }
-	if t != nil && time.Duration(*t) < timeout {
-		timeout = time.Duration(*t)
-		exec = within(timeout, exec)
+	// A run's own timeout is its process's: on expiry it is killed
+	// (status timeout), and what it left in the background lives on.
+	var own time.Duration
+	if t != nil {
+		own, timeout = time.Duration(*t), time.Duration(*t)
 	}
-	res, err := m.run(ctx, req, c, timeout, exec)
+	var sres *server.SessionResult
+	res, err := m.run(ctx, req, c, timeout, func(ctx context.Context) (*executor.Result, error) {
+		var err error
+		sres, err = m.srv.SessionExec(ctx, in.Session, b, own)
+		if sres == nil {
+			return nil, err
+		}
+		return &sres.Result, err
+	})
 	if err != nil {
 		return refusedRun(err, res)
 	}
-	return m.runResult(c, in.Session, res)
-}
-
-// errRunTimeout is the cause of the deadline within puts on a run.
-var errRunTimeout = errors.New("mcp: the run's timeout")
-
-// within runs f with a deadline d from now, and reports its expiry as
-// the sandbox's own timeout would: status timeout. A session's sandboxes
-// share the session's policy, timeout included, so a shorter timeout of
-// one run is this deadline: the context's end kills the sandbox at once
-// (SIGKILL to all of it, as the timeout does), which the executor calls
-// cancelled. Unlike the sandbox's timeout, it counts from the call: a
-// wait for the session's previous run or for a run slot is inside it;
-// when it passes before the program starts, nothing ran, and the result
-// says so and that a retry may help (as a timeout during setup does).
-func within(d time.Duration, f func(context.Context) (*executor.Result, error)) func(context.Context) (*executor.Result, error) {
-	return func(ctx context.Context) (*executor.Result, error) {
-		start := time.Now()
-		tctx, cancel := context.WithTimeoutCause(ctx, d, errRunTimeout)
-		defer cancel()
-		res, err := f(tctx)
-		if ctx.Err() != nil || !errors.Is(context.Cause(tctx), errRunTimeout) {
-			return res, err // not this deadline: the call's end, a drain, or in time
-		}
-		switch {
-		case res != nil && res.Status == nsjail.StatusCancelled:
-			res.Status = nsjail.StatusTimeout
-			return res, nil
-		case res == nil && errors.Is(err, context.DeadlineExceeded):
-			return &executor.Result{Result: nsjail.Result{Status: nsjail.StatusTimeout, ExitCode: 128 + int(syscall.SIGKILL), WallTimeMS: time.Since(start).Milliseconds(),
-				Error: &policy.ErrorInfo{Class: policy.ClassUnavailable, Retryable: true,
-					Message: fmt.Sprintf("the run's timeout of %v passed before the program started (waiting for the session's previous run or a run slot, or setting up the sandbox); nothing ran", d),
-					Fix:     "a longer timeout, or retry when the server is less busy"}}}, nil
-		}
-		return res, err
+	r, out, err := m.runResult(c, in.Session, res)
+	if sres != nil {
+		out.PID, out.FilesOmitted = sres.PID, sres.FilesOmitted
 	}
+	return r, out, err
 }
 
 func (m *MCP) sessionClose(ctx context.Context, req *sdk.CallToolRequest, in SessionIn) (*sdk.CallToolResult, SessionOut, error) {
@@ -453,13 +473,11 @@ func (m *MCP) sessionClose(ctx context.Context, req *sdk.CallToolRequest, in Ses
 	if err != nil {
 		return refused(err, SessionOut{Session: in.Session, Error: policy.Describe(err)})
 	}
-	c.mu.Lock()
-	delete(c.sessions, in.Session)
-	c.mu.Unlock()
+	c.forget(in.Session)
 	if err := m.srv.CloseSession(in.Session); err != nil {
 		return refused(err, SessionOut{Session: in.Session, Error: policy.Describe(err)})
 	}
-	return text("session " + in.Session + " closed; its workspace is deleted."), SessionOut{Session: in.Session, Closed: true}, nil
+	return text("session " + in.Session + " closed: its processes are killed and its workspace is deleted."), SessionOut{Session: in.Session, Closed: true}, nil
 }
 
 func (m *MCP) capabilities(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, CapsOut, error) {

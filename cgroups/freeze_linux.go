@@ -1,0 +1,65 @@
+package cgroups
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Freeze freezes (on) or thaws every task of g: cgroup v2's
+// cgroup.freeze, v1's freezer.state. It returns once the kernel reports
+// the group frozen (a freeze waits for each task to reach the
+// refrigerator; one in an uninterruptible sleep delays it) or thawed, or
+// after 5 s with an error (the group is then thawed again).
+func Freeze(g Group, on bool) error {
+	var file, value, doneFile, done string
+	switch g := g.(type) {
+	case *v2Group:
+		file, value, doneFile, done = filepath.Join(g.dir, "cgroup.freeze"), "0", filepath.Join(g.dir, "cgroup.events"), "frozen 0"
+		if on {
+			value, done = "1", "frozen 1"
+		}
+	case *v1Group:
+		file, value, done = g.file("freezer", "freezer.state"), "THAWED", "THAWED"
+		if on {
+			value, done = "FROZEN", "FROZEN"
+		}
+		doneFile = file
+	default:
+		return fmt.Errorf("cgroups: no freezer for a %T", g)
+	}
+	if err := writeFile(file, value); err != nil {
+		return fmt.Errorf("cgroups: freeze: %w", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		b, err := os.ReadFile(doneFile)
+		if err != nil {
+			return fmt.Errorf("cgroups: freeze: %w", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.TrimSpace(line) == done {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			if on {
+				Freeze(g, false)
+			}
+			return fmt.Errorf("cgroups: the group did not reach %q in 5 s", done)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// MemoryCurrent is g's memory use now, in bytes.
+func MemoryCurrent(g Group) (int64, error) {
+	switch g := g.(type) {
+	case *v2Group:
+		return readInt(filepath.Join(g.dir, "memory.current"))
+	case *v1Group:
+		return readInt(g.file("memory", "memory.usage_in_bytes"))
+	}
+	return 0, fmt.Errorf("cgroups: no memory use for a %T", g)
+}
