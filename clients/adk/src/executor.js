@@ -392,6 +392,9 @@ class Live {
       if (!(e instanceof AirlockError)) throw e;
       const sb = await this.client.request('GET', this.path);
       if (sb.status === 404) throw errorOfRes(sb);
+      let state = '';
+      try { state = JSON.parse(sb.body.toString('utf8')).state; } catch { /* not JSON */ }
+      if (state === 'closed') throw new AirlockError({ klass: 'invalid', httpStatus: 404, message: `sandbox ${this.id} is closed` });
       this.driver = null;
       const out = await this.runPython(job);
       out.notes.unshift('airlock: the Python interpreter of this session had ended since the last block: variables set by earlier blocks are gone (files in /workspace are kept).');
