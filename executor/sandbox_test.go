@@ -269,10 +269,11 @@ func TestLiveSandboxPTY(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Write([]byte("echo $((6*7)); stty size\n"))
+	// Its terminal is one of the sandbox's own devpts: named inside.
+	p.Write([]byte("echo $((6*7)); stty size; tty\n"))
 	var seen string
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(seen, "42\r\n") || !strings.Contains(seen, "30 100") {
+	for !strings.Contains(seen, "42\r\n") || !strings.Contains(seen, "30 100") || !strings.Contains(seen, "\r\n/dev/pts/") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the terminal said %q", seen)
 		}

@@ -139,7 +139,7 @@ func (s *Sandbox) exec(ctx context.Context, req ProcessRequest, foreground bool)
 		}
 	}
 	if req.TTY != nil {
-		master, slave, err := openPTY(*req.TTY)
+		master, slave, err := openPTY(ctx, s.live, *req.TTY)
 		if err != nil {
 			return nil, &policy.SetupError{Stage: "pty", Err: err}
 		}
@@ -526,11 +526,16 @@ func (s *Sandbox) Dial(ctx context.Context, port int) (net.Conn, error) {
 }
 
 // openPTY makes a pty of size: its master (non-blocking, ours) and slave
-// (the process's).
-func openPTY(size TTYSize) (master, slave *os.File, err error) {
-	m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+// (the process's). From the sandbox's own devpts, so that the process
+// sees its terminal as /dev/pts/N; from the host's where pid 1 cannot
+// open it (a filter or Landlock rule of the policy's).
+func openPTY(ctx context.Context, live *nsjail.Live, size TTYSize) (master, slave *os.File, err error) {
+	m, err := live.OpenPTY(ctx)
 	if err != nil {
-		return nil, nil, err
+		m, err = unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := unix.IoctlSetPointerInt(m, unix.TIOCSPTLCK, 0); err != nil {
 		unix.Close(m)

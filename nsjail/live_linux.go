@@ -421,6 +421,18 @@ func (l *Live) OpenDir(ctx context.Context, tmp bool) (*os.File, error) {
 	return os.NewFile(uintptr(fd), "sandbox-dir"), nil
 }
 
+// OpenPTY returns the master of a new pty of the sandbox's own devpts
+// (its /dev/ptmx, opened by pid 1; non-blocking), so that the slave is
+// /dev/pts/N inside: ttyname and ps name it there. The caller owns
+// the fd (close-on-exec).
+func (l *Live) OpenPTY(ctx context.Context) (int, error) {
+	fd, err := l.fdRequest(ctx, liveOpen, 2, 0)
+	if err != nil {
+		return -1, &policy.SetupError{Stage: "pty", Err: err}
+	}
+	return fd, nil
+}
+
 // fdRequest sends a request answered by an errno or an fd.
 func (l *Live) fdRequest(ctx context.Context, op uint32, arg int32, flags uint32) (int, error) {
 	id, ch, err := l.request()

@@ -1128,7 +1128,8 @@ static void __attribute__((noreturn)) execWaited(int errp, const int *fds, int t
 //     ::1) port in the sandbox's own network namespace, non-blocking;
 //     DIALED id 0 with the socket as SCM_RIGHTS, or DIALED id errno.
 //   - OPEN id which: an O_PATH descriptor of /workspace (0) or /tmp (1),
-//     the supervisor's way into the sandbox's own tmpfs mounts; OPENED.
+//     the supervisor's way into the sandbox's own tmpfs mounts, or a
+//     pty's master from the sandbox's own /dev/ptmx (2); OPENED.
 // Forwarded signals sent to pid 1 from outside are dropped: no process is
 // "the" program; the supervisor signals each through SIGNAL. An orphan
 // (a background process whose parent ended) is reaped silently.
@@ -1316,9 +1317,11 @@ static void liveDial(int st, const struct liveReq *rq) {
 
 static void liveOpen(int st, const struct liveReq *rq) {
 	static const char *const dirs[] = {"/workspace", "/tmp"};
-	long fd = rq->arg == 0 || rq->arg == 1
-		? sys6(__NR_openat, -100 /* AT_FDCWD */, (long)dirs[rq->arg], 010000000 /* O_PATH */ | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0)
-		: -22;
+	long fd = -22;
+	if (rq->arg == 0 || rq->arg == 1)
+		fd = sys6(__NR_openat, -100 /* AT_FDCWD */, (long)dirs[rq->arg], 010000000 /* O_PATH */ | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
+	else if (rq->arg == 2) // a pty's master of the sandbox's own devpts (its slave is /dev/pts/N inside)
+		fd = sys6(__NR_openat, -100, (long)"/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | 04000 /* O_NONBLOCK */, 0, 0, 0);
 	liveSend(st, EVL_OPENED, rq->id, fd < 0 ? (int)-fd : 0, 0, fd >= 0 ? (int)fd : -1);
 	if (fd >= 0)
 		SYS(__NR_close, fd, 0, 0);
