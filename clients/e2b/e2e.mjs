@@ -107,6 +107,17 @@ await check('commands.run with stdin', async () => {
   assert.equal(r.stdout, 'hello stdin\ndone\n');
 });
 
+await check('pty: an interactive bash answers, on a terminal of the sandbox\'s own', async () => {
+  let seen = '';
+  const h = await sbx.pty.create({ cols: 100, rows: 30, onData: (d) => { seen += new TextDecoder().decode(d); } });
+  await sbx.pty.sendInput(h.pid, new TextEncoder().encode('echo $((6*7)); stty size; tty; exit 3\n'));
+  const r = await h.wait().catch((e) => e);
+  assert.match(seen, /42\r\n/, seen); // (after the echoed line, whose 42 is $((6*7)))
+  assert.match(seen, /30 100/, seen);
+  assert.match(seen, /\/dev\/pts\/\d+/, seen);
+  assert.equal(r.exitCode, 3);
+});
+
 await check('commands.run in the background: a server reached by a later command and by getHost', async () => {
   await sbx.files.write('site/index.html', 'served from the sandbox\n');
   const server = await sbx.commands.run('exec python3 -m http.server 8080 --bind 127.0.0.1 --directory site', { background: true, timeoutMs: 0 });
