@@ -541,3 +541,17 @@ func TestLiveSandboxPathOut(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Writing to the stdin of a process that ended is a classified refusal.
+func TestLiveSandboxStdinAfterEnd(t *testing.T) {
+	ex := liveExecutor(t)
+	s := newLive(t, ex, executor.SandboxConfig{Policy: livePolicy(ex)})
+	p, err := s.Exec(t.Context(), executor.ProcessRequest{Argv: []string{"true"}, Stdin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Wait(t.Context())
+	if _, err := p.Write([]byte("late")); err == nil || policy.Describe(err).Class != policy.ClassInvalid || policy.Describe(err).Field != "stdin" {
+		t.Fatalf("write after the end: %v (%+v)", err, policy.Describe(err))
+	}
+}

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"net"
 	"os"
 	"path"
@@ -388,7 +389,12 @@ func (p *Process) Write(b []byte) (int, error) {
 	if f == nil {
 		return 0, policy.Invalid("stdin", "the process's stdin is not open (start it with stdin, or it was closed)")
 	}
-	return f.Write(b)
+	n, err := f.Write(b)
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
+		// Its reader is gone: the process ended (or closed its stdin).
+		return n, policy.Invalid("stdin", "the process no longer reads its stdin (it ended, or closed it)")
+	}
+	return n, err
 }
 
 // CloseStdin closes the process's stdin (on a terminal: sends EOF, ^D).
