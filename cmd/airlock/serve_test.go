@@ -577,6 +577,11 @@ func TestServeHealthzWhileDraining(t *testing.T) {
 	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "up") {
 		t.Fatalf("%q %v", line, err)
 	}
+	// The shell prints before it execs the sleep that the host looks for
+	// below: wait for the exec (a loaded machine may take a while).
+	if !testutil.WaitFor(30*time.Second, func() bool { return len(testutil.HostProcsWith("sleep", marker)) == 1 }) {
+		t.Fatal("the run's sleep never started")
+	}
 	health := func(hc *http.Client, url string) (int, error) {
 		// A new connection each time: a refused one is what is tested.
 		hc.CloseIdleConnections()
