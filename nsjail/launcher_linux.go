@@ -486,7 +486,9 @@ func (s *Sandbox) sendFailed(stage string, c *initChannels, err error) error {
 	<-s.exited
 	var ie *initError
 	if s.killReason() != StatusTimeout {
-		if rep := s.awaitExec(c.statusR); errors.As(rep, &ie) {
+		// Why the init could not take it, if it said (or, exited before
+		// it read the spec, ran as this binary itself: errNotAnInit).
+		if rep := s.awaitExec(c.statusR); errors.As(rep, &ie) || errors.Is(rep, errNotAnInit) {
 			return rep
 		}
 	}

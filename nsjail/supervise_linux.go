@@ -244,13 +244,15 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 		if !spoke && s.spec.InitPath == "" && s.cmd.ProcessState != nil && s.cmd.ProcessState.Exited() {
 			// This binary, re-executed as the init, ran as itself: an
 			// init reports why it fails before it exits.
-			return &policy.SetupError{Stage: "init", Err: fmt.Errorf("init died during setup: %v, without a word of the init protocol: "+
-				"this binary, re-executed as the sandbox's init (no InitPath), did not act as one; call nsjail.Init() first thing in its main (and in TestMain)", s.cmd.ProcessState)}
+			return &policy.SetupError{Stage: "init", Err: fmt.Errorf("init died during setup: %v, without a word of the init protocol: %w", s.cmd.ProcessState, errNotAnInit)}
 		}
 		return &policy.SetupError{Stage: "init", Err: fmt.Errorf("init died during setup: %v", s.cmd.ProcessState)}
 	}
 	return nil
 }
+
+// errNotAnInit: this binary, re-executed as the init, ran as itself.
+var errNotAnInit = errors.New("this binary, re-executed as the sandbox's init (no InitPath), did not act as one; call nsjail.Init() first thing in its main (and in TestMain)")
 
 // initFailure is the error of a failed step the init reported, typed
 // where the step says whose fault it is: the program's exec (a
