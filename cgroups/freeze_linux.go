@@ -63,3 +63,19 @@ func MemoryCurrent(g Group) (int64, error) {
 	}
 	return 0, fmt.Errorf("cgroups: no memory use for a %T", g)
 }
+
+// KillOneOnOOM makes an OOM kill in g take only the process the kernel
+// picks, not every task (v2's memory.oom.group, which a run's group sets:
+// a run is one program; a live sandbox's processes are many, and one that
+// runs out must not end the others). v1 kills one task anyway: nothing to
+// do there.
+func KillOneOnOOM(g Group) error {
+	v2, ok := g.(*v2Group)
+	if !ok {
+		return nil
+	}
+	if err := writeFile(filepath.Join(v2.dir, "memory.oom.group"), "0"); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("cgroups: memory.oom.group: %w", err)
+	}
+	return nil
+}

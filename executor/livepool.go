@@ -86,6 +86,10 @@ func (lp *livePool) prepare() (*preparedLive, error) {
 		if g, err = lp.e.groups.take(*spec.CgroupLimits); err != nil {
 			return nil, &policy.SetupError{Stage: "cgroup", Err: err}
 		}
+		if err := cgroups.KillOneOnOOM(g); err != nil {
+			lp.e.groups.release(g)
+			return nil, &policy.SetupError{Stage: "cgroup", Err: err}
+		}
 		spec.Cgroup = g
 	}
 	live, err := nsjail.PrepareLive(lp.ctx, spec)

@@ -156,6 +156,11 @@ func (e *Executor) NewSandbox(ctx context.Context, cfg SandboxConfig) (*Sandbox,
 			if g, err = e.groups.take(*spec.CgroupLimits); err != nil {
 				return nil, &policy.SetupError{Stage: "cgroup", Err: err}
 			}
+			// One process out of memory ends that process, not the sandbox.
+			if err := cgroups.KillOneOnOOM(g); err != nil {
+				e.groups.release(g)
+				return nil, &policy.SetupError{Stage: "cgroup", Err: err}
+			}
 			spec.Cgroup = g
 		}
 		if live, err = nsjail.PrepareLive(ctx, spec); err != nil {

@@ -469,6 +469,11 @@ func TestLiveSandboxMemory(t *testing.T) {
 	if res.Status != nsjail.StatusMemoryLimit && first.Status != string(nsjail.StatusMemoryLimit) {
 		t.Fatalf("both held 300 MiB under 512: second %+v, first %+v", res, first)
 	}
+	// The kill took one process, not the sandbox (cgroup v2's
+	// memory.oom.group is off for a live sandbox's group).
+	if res := run(t, s, "echo alive"); res.Stdout != "alive\n" {
+		t.Fatalf("after the memory kill: %+v (sandbox: %v)", res, s.Err())
+	}
 }
 
 // Idle timeout and lifetime end a sandbox, with what ended it.
