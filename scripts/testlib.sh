@@ -12,10 +12,11 @@ pkgs=()
 # cgroup version, and under the guest's software emulation it would cost
 # far more than it proves there.
 # server (airlock serve's HTTP layer: about 200 sandboxes a pass) and
-# server/mcp (airlock mcp's, over the same server) likewise: the
+# server/mcp (airlock mcp's, over the same server) and server/e2b (E2B's
+# protocol, tested over a fake) likewise: the
 # cgroup-version-dependent parts under them are the executor's, which
 # runs there.
-host_only() { [[ $1 == */internal/compat || $1 == */server || $1 == */server/mcp ]]; }
+host_only() { [[ $1 == */internal/compat || $1 == */server || $1 == */server/mcp || $1 == */server/e2b ]]; }
 
 # build_tests DIR: compile each package's tests into DIR/<pkg>.test.
 build_tests() {
@@ -176,7 +177,10 @@ vm_count() {
 # cgroup, and escape probe F08's walk of /usr, to the host passes
 # (testutil.GuestTrim). scripts/test --long (long=1) runs all of it in the
 # guest too (AIRLOCK_TEST_GUEST=full): the same tests as the host passes.
-guest_skip='^TestCompletion$' guest_env=AIRLOCK_TEST_GUEST=1
+# (The CLI's sandbox commands drive airlock serve, whose layer is the same
+# Go code on both kernels and host-only above; the live sandboxes under
+# it run in the guest's executor and nsjail passes.)
+guest_skip='^(TestCompletion|TestSandboxCLI|TestSandboxServeSIGKILL)$' guest_env=AIRLOCK_TEST_GUEST=1
 if [ "${long:-0}" = 1 ]; then guest_skip='^$' guest_env=AIRLOCK_TEST_GUEST=full; fi
 
 # vm_boots WORK: the guest's two passes, one boot each, in turn: as root,
