@@ -181,7 +181,14 @@ func TestCPUTimeLimit(t *testing.T) {
 	// must land at it, not a second later. The kernel kills on the exact
 	// runtime, while rusage's tick-sampled utime+stime reads less (848 and
 	// 877 ms for a 1 s kill on a loaded host): see nsjail's atCPULimit.
-	if code != 137 || res.ExitCode != code || res.Status != "cpu_limit" || res.CPUTimeMS < 750 || res.CPUTimeMS > 1900 || res.Enforced.Rlimits["cpu"] != 1 {
+	// In the cgroup v2 guest the run's CPU time, as its cgroup counts it,
+	// also holds the sandbox's own start, which software emulation makes
+	// slow (2105 ms measured there for this 1 s kill): the bound is wider.
+	most := int64(1900)
+	if testutil.GuestTrim() {
+		most = 3000
+	}
+	if code != 137 || res.ExitCode != code || res.Status != "cpu_limit" || res.CPUTimeMS < 750 || res.CPUTimeMS > most || res.Enforced.Rlimits["cpu"] != 1 {
 		t.Fatalf("exit %d, status %s, cpu %d ms, rlimits %v", code, res.Status, res.CPUTimeMS, res.Enforced.Rlimits)
 	}
 }
