@@ -229,13 +229,16 @@ func (s *Sandbox) awaitStatus(statusR *os.File, untilPrepared bool) error {
 		switch s.killReason() {
 		case StatusTimeout:
 			return &policy.SetupError{Stage: "init", Err: errSetupTimeout}
-		case reasonCancelled:
-			return fmt.Errorf("nsjail: run cancelled during setup: %w", s.cancelErr())
-		case StatusSeccompViolation, StatusOutputLimit:
+		case StatusSeccompViolation, StatusOutputLimit, reasonCancelled:
 			if ready {
-				// Killed for a filtered call or for output, before the
-				// reaper's "started" went out: Wait says which.
+				// Killed for a filtered call, for output or by the
+				// caller's context, before the reaper's "started" went
+				// out (the program may have run and printed by then):
+				// Wait says which, with what it printed.
 				return nil
+			}
+			if s.killReason() == reasonCancelled {
+				return fmt.Errorf("nsjail: run cancelled during setup: %w", s.cancelErr())
 			}
 		}
 		if ready {
