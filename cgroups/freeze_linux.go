@@ -1,6 +1,7 @@
 package cgroups
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,6 +63,28 @@ func MemoryCurrent(g Group) (int64, error) {
 		return readInt(g.file("memory", "memory.usage_in_bytes"))
 	}
 	return 0, fmt.Errorf("cgroups: no memory use for a %T", g)
+}
+
+// OOMKills is how many of g's tasks the OOM killer has killed: the one
+// counter of Stats, read alone (a live sandbox reads it at each
+// process's start and SIGKILL).
+func OOMKills(g Group) (uint64, error) {
+	var n int64
+	var err error
+	switch g := g.(type) {
+	case *v2Group:
+		if n, err = readKey(filepath.Join(g.dir, "memory.events"), "oom_kill"); errors.Is(err, os.ErrNotExist) {
+			return 0, nil // no memory controller: no OOM kill (as Stats)
+		}
+	case *v1Group:
+		n, err = readKey(g.file("memory", "memory.oom_control"), "oom_kill")
+	default:
+		return 0, fmt.Errorf("cgroups: no OOM counter for a %T", g)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cgroups: %w", err)
+	}
+	return uint64(n), nil
 }
 
 // KillOneOnOOM makes an OOM kill in g take only the process the kernel

@@ -5,20 +5,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
-	"golang.org/x/sys/unix"
 )
 
 // A live sandbox (NewSandbox) outlives a run: it keeps its namespaces,
@@ -113,6 +110,10 @@ type WorkspaceUsage struct {
 	Limit int64 `json:"limit_bytes"`
 }
 
+// liveCalls are the calls a live sandbox's pid 1 makes under the
+// sandbox's filter: the reaper's and its request loop's.
+var liveCalls = append(slices.Clone(nsjail.ReaperSyscalls), nsjail.LiveSyscalls...)
+
 // NewSandbox creates a live sandbox. The policy is checked as a run's
 // is (a control the host cannot enforce is refused, unless best_effort
 // names it); a live sandbox also needs the namespaces backend, a reaper
@@ -137,8 +138,8 @@ func (e *Executor) NewSandbox(ctx context.Context, cfg SandboxConfig) (*Sandbox,
 	case enf.Process():
 		return nil, &policy.UnsupportedError{Control: "live sandbox", Reason: "a live sandbox needs the namespaces backend (a pid 1 of its own); this host or policy gives the process backend",
 			Fix: "enable unprivileged user namespaces (airlock doctor says how), or use one-shot runs (/v1/run, airlock run) on the process backend"}
-	case !reaperMayWait(p.Seccomp, append(slices.Clone(nsjail.ReaperSyscalls), nsjail.LiveSyscalls...)):
-		return nil, policy.Invalid("seccomp", "a live sandbox's pid 1 makes these calls under the filter, which this profile may deny: %s", strings.Join(append(slices.Clone(nsjail.ReaperSyscalls), nsjail.LiveSyscalls...), ", "))
+	case !reaperMayWait(p.Seccomp, liveCalls):
+		return nil, policy.Invalid("seccomp", "a live sandbox's pid 1 makes these calls under the filter, which this profile may deny: %s", strings.Join(liveCalls, ", "))
 	}
 	if err := nsjail.CheckReaper(e.cfg.SpawnPath); err != nil {
 		return nil, err
@@ -392,30 +393,4 @@ func (s *Sandbox) freeze(on bool) error {
 	}
 	s.paused = on
 	return nil
-}
-
-// killReasonOf returns what a process's end means, from how it ended.
-func statusOf(ws syscall.WaitStatus, killed nsjail.Status, oom bool) (nsjail.Status, int, string) {
-	switch {
-	case killed != "":
-		return killed, 128 + int(syscall.SIGKILL), "SIGKILL"
-	case ws.Exited() && ws.ExitStatus() == 0:
-		return nsjail.StatusOK, 0, ""
-	case ws.Exited():
-		return nsjail.StatusExited, ws.ExitStatus(), ""
-	}
-	sig := ws.Signal()
-	name := unix.SignalName(sig)
-	if name == "" {
-		name = fmt.Sprintf("SIG%d", int(sig))
-	}
-	switch {
-	case sig == syscall.SIGKILL && oom:
-		return nsjail.StatusMemoryLimit, 128 + int(sig), name
-	case sig == syscall.SIGXCPU:
-		return nsjail.StatusCPULimit, 128 + int(sig), name
-	case sig == syscall.SIGSYS:
-		return nsjail.StatusSeccompViolation, 128 + int(sig), name
-	}
-	return nsjail.StatusSignaled, 128 + int(sig), name
 }

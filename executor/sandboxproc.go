@@ -9,11 +9,13 @@ import (
 	"path"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"github.com/airlock-sandbox/airlock/cgroups"
 	"github.com/airlock-sandbox/airlock/nsjail"
 	"github.com/airlock-sandbox/airlock/policy"
 	"golang.org/x/sys/unix"
@@ -108,7 +110,7 @@ func (s *Sandbox) exec(ctx context.Context, req ProcessRequest, foreground bool)
 		env[k] = v
 	}
 	for k, v := range req.Env {
-		if k == "" || k[0] == '=' || containsAny(k, "=\x00") || containsAny(v, "\x00") {
+		if k == "" || k[0] == '=' || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
 			return nil, policy.Invalid("env", "%q is not a variable name and value", k)
 		}
 		env[k] = v
@@ -174,8 +176,8 @@ func (s *Sandbox) exec(ctx context.Context, req ProcessRequest, foreground bool)
 		ps.Stdin, ps.Stdout, ps.Stderr = stdinR, theirs[1], theirs[2]
 	}
 	if s.group != nil {
-		if st, err := s.group.Stats(); err == nil {
-			p.oomBase = st.OOMKills
+		if n, err := cgroups.OOMKills(s.group); err == nil {
+			p.oomBase = n
 		}
 	}
 	p.info.StartedAt = time.Now()
@@ -219,17 +221,6 @@ func (s *Sandbox) exec(ctx context.Context, req ProcessRequest, foreground bool)
 	}
 	go p.finish(pumps)
 	return p, nil
-}
-
-func containsAny(s, chars string) bool {
-	for _, c := range []byte(chars) {
-		for i := 0; i < len(s); i++ {
-			if s[i] == c {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // argv resolves what the request runs.
@@ -313,7 +304,7 @@ func (p *Process) finish(drains []func()) {
 	ws := p.lp.WaitStatus()
 	oom := false
 	if g := p.s.group; g != nil && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-		if st, err := g.Stats(); err == nil && st.OOMKills > p.oomBase {
+		if n, err := cgroups.OOMKills(g); err == nil && n > p.oomBase {
 			oom = true
 		}
 	}
@@ -322,7 +313,7 @@ func (p *Process) finish(drains []func()) {
 	if p.lp.Lost() && killed == "" {
 		killed = nsjail.StatusSignaled
 	}
-	status, code, sig := statusOf(ws, killed, oom)
+	status, code, sig := nsjail.ProcessStatus(ws, killed, oom)
 	if killed == nsjail.StatusSignaled {
 		status, code, sig = nsjail.StatusSignaled, 128+int(syscall.SIGKILL), "SIGKILL"
 	}

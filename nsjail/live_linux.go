@@ -374,36 +374,41 @@ func (l *Live) dial(ctx context.Context, port int, v6 bool) (net.Conn, error) {
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err}
 	}
-	// The connect is non-blocking: wait for it, then its outcome.
-	for {
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
-		n, perr := unix.Poll(pfd, 50)
-		if perr == unix.EINTR {
-			continue
-		}
-		if perr != nil {
-			unix.Close(fd)
-			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: perr}
-		}
-		if n > 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			unix.Close(fd)
-			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: ctx.Err()}
-		}
-	}
-	if soErr, gerr := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR); gerr != nil || soErr != 0 {
-		unix.Close(fd)
-		if gerr == nil {
-			gerr = syscall.Errno(soErr)
-		}
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: gerr}
-	}
+	// The connect is non-blocking: the runtime poller waits for it (a
+	// write-ready socket), then its outcome (SO_ERROR; a socket still
+	// connecting has no peer yet), as net's own dial does.
 	f := os.NewFile(uintptr(fd), "sandbox-tcp")
-	c, err := net.FileConn(f)
-	f.Close()
-	return c, err
+	defer f.Close()
+	stop := context.AfterFunc(ctx, func() { f.SetWriteDeadline(time.Unix(1, 0)) })
+	defer stop()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err}
+	}
+	var cerr error
+	if werr := rc.Write(func(fd uintptr) bool {
+		soErr, gerr := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_ERROR)
+		switch {
+		case gerr != nil:
+			cerr = gerr
+		case soErr != 0:
+			cerr = syscall.Errno(soErr)
+		default:
+			if _, perr := unix.Getpeername(int(fd)); errors.Is(perr, unix.ENOTCONN) {
+				return false // still connecting
+			}
+		}
+		return true
+	}); werr != nil {
+		if ctx.Err() != nil {
+			werr = ctx.Err()
+		}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: werr}
+	}
+	if cerr != nil {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: cerr}
+	}
+	return net.FileConn(f)
 }
 
 // OpenDir returns an O_PATH descriptor of the sandbox's /workspace (tmp

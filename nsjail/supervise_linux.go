@@ -618,6 +618,31 @@ func classify(ws syscall.WaitStatus, reason Status, cpuMS int64, cpuLimit time.D
 	return StatusSignaled, code
 }
 
+// ProcessStatus classifies the end of a live sandbox's process (Live's
+// WaitStatus) as a run's program is classified: killed is the caller's
+// own kill reason (StatusTimeout, StatusOutputLimit, StatusCancelled; ""
+// for none), oom whether the sandbox's cgroup counted an OOM kill while
+// the process ran. It returns the status, the exit code (128+N for
+// signal N, and for a kill of the caller's) and the signal's name.
+func ProcessStatus(ws syscall.WaitStatus, killed Status, oom bool) (Status, int, string) {
+	status, code := classify(ws, killed, 0, 0)
+	sig := ""
+	if ws.Signaled() {
+		sig = unix.SignalName(ws.Signal())
+		if sig == "" {
+			sig = fmt.Sprintf("SIG%d", int(ws.Signal()))
+		}
+		if oom && killed == "" && ws.Signal() == syscall.SIGKILL {
+			status = StatusMemoryLimit
+		}
+	}
+	if status.Killed() && !ws.Signaled() {
+		// Killed as it ended by itself: the code says the kill (finish).
+		code, sig = 128+int(syscall.SIGKILL), "SIGKILL"
+	}
+	return status, code, sig
+}
+
 // atCPULimit reports whether cpu reached the CPU-time limit (0 = none),
 // near enough: RLIMIT_CPU kills on the scheduler's exact runtime, while
 // rusage's utime+stime (tick-sampled, then scaled) read 870..980 ms for
