@@ -88,9 +88,6 @@ type Handler struct {
 	pending  int            // creates under way
 	tpending map[string]int // by tenant
 	closed   bool
-	ready    Box            // the warm sandbox a create takes (nil: none yet)
-	filling  bool           // a warm one is being made
-	fills    sync.WaitGroup // the refill under way: Close waits for it
 }
 
 // sandbox is one E2B sandbox: a live sandbox and what the protocol adds.
@@ -140,13 +137,7 @@ func (h *Handler) Close() {
 	for _, s := range h.boxes {
 		all = append(all, s)
 	}
-	warm := h.ready
-	h.ready = nil
 	h.mu.Unlock()
-	h.fills.Wait() // added only while not closed, under mu
-	if warm != nil {
-		warm.Close()
-	}
 	for _, s := range all {
 		h.kill(s)
 	}
@@ -565,7 +556,10 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, tenant string) 
 	if !h.reserve(w, tenant) {
 		return
 	}
-	box, err := h.take(r.Context(), lifetime)
+	// A create that tightens nothing (both templates are the served
+	// policy) takes one of the executor's prepared live sandboxes
+	// (executor.PoolConfig.Live: serve --sandbox-pool).
+	box, err := h.cfg.Backend.NewSandbox(r.Context(), SandboxConfig{Policy: h.cfg.Policy, Timeout: lifetime})
 	if err != nil {
 		h.release(tenant)
 		failErr(w, "create", err)
@@ -595,58 +589,6 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, tenant string) 
 	}()
 	h.log.Info("e2b sandbox created", "id", s.id, "tenant", tenant, "template", s.template, "timeout", lifetime)
 	writeJSON(w, http.StatusCreated, h.created(s))
-}
-
-// A warm sandbox: both templates are the same policy, so one sandbox,
-// made ahead (after the first create, so that a server nobody asks for
-// E2B sandboxes makes none), is handed to the next create, which then
-// sets its lifetime; another is made behind it. It has no tenant, no
-// environment (envVars go to each process, package doc) and has run
-// nothing. Handed out, it is the creator's like any other.
-
-// warmLifetime bounds how long a warm sandbox waits unused.
-const warmLifetime = time.Hour
-
-// take returns a sandbox for a create with the given lifetime: the warm
-// one when there is one, else a new one; either way another warm one is
-// made behind it.
-func (h *Handler) take(ctx context.Context, lifetime time.Duration) (Box, error) {
-	h.mu.Lock()
-	box := h.ready
-	h.ready = nil
-	if !h.closed && !h.filling {
-		h.filling = true
-		h.fills.Add(1)
-		go h.refill()
-	}
-	h.mu.Unlock()
-	if box != nil && box.State() == "running" {
-		if err := box.SetTimeout(lifetime); err == nil {
-			return box, nil
-		}
-	}
-	if box != nil {
-		box.Close()
-	}
-	return h.cfg.Backend.NewSandbox(ctx, SandboxConfig{Policy: h.cfg.Policy, Timeout: lifetime})
-}
-
-// refill makes the warm sandbox (take started it: filling set, fills
-// counted).
-func (h *Handler) refill() {
-	defer h.fills.Done()
-	box, err := h.cfg.Backend.NewSandbox(context.Background(), SandboxConfig{Policy: h.cfg.Policy, Timeout: warmLifetime})
-	h.mu.Lock()
-	h.filling = false
-	if err != nil || h.closed {
-		h.mu.Unlock()
-		if err == nil {
-			box.Close()
-		}
-		return
-	}
-	h.ready = box
-	h.mu.Unlock()
 }
 
 // exec starts a process in s with s's environment under its own.

@@ -2,7 +2,6 @@ package e2b
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"os"
@@ -107,46 +106,10 @@ func (l liveProc) Signal(sig syscall.Signal) error { return l.p.Signal(sig) }
 func (l liveProc) Kill() error                     { return l.p.Kill() }
 func (l liveProc) Done() <-chan struct{}           { return l.p.Done() }
 
-// Follow is executor.Process.Follow, ended by the process's end too:
-// executor's Follow can wait on past an end whose last chunk it
-// delivered with eof already set (both streams' notifications spent);
-// once Done is closed the output is complete, so what Follow did not
-// deliver is read with Output and Follow is stopped.
+// Follow is executor.Process.Follow: it ends once the process has
+// ended and both streams are delivered to their end.
 func (l liveProc) Follow(ctx context.Context, so, se int64, fn func(string, []byte) error) error {
-	offs := map[string]*int64{"stdout": &so, "stderr": &se}
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- l.p.Follow(fctx, so, se, func(stream string, data []byte) error {
-			*offs[stream] += int64(len(data))
-			return fn(stream, data)
-		})
-	}()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		cancel()
-		<-errc
-		return ctx.Err()
-	case <-l.p.Done():
-	}
-	cancel()
-	if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	for _, stream := range []string{"stdout", "stderr"} {
-		if data, _, _, _ := l.p.Output(stream, *offs[stream]); len(data) > 0 {
-			if err := fn(stream, data); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return l.p.Follow(ctx, so, se, fn)
 }
 
 func (l liveProc) Wait(ctx context.Context) (*ProcResult, error) {
