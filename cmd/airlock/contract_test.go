@@ -413,6 +413,18 @@ func TestCLIContract(t *testing.T) {
 	} else {
 		cases = append(cases, cliCase{row: "68", args: []string{"exec", "--lang", "ruby", "-c", "puts 1"}, code: 125, status: "error", class: policy.ClassUnsupported, msg: []string{"ruby", "install ruby", "do not retry"}})
 	}
+	if testutil.GuestTrim() {
+		// The cgroup v2 guest (scripts/testlib.sh) is there for the
+		// cgroup version and its older kernel: a row the CLI refuses as
+		// it reads its flags (usage, a flag's value, help) never reaches
+		// the host, and runs in the host passes; here, the rows that
+		// start a sandbox or ask the host.
+		all := len(cases)
+		cases = slices.DeleteFunc(cases, func(c cliCase) bool {
+			return c.out != nil || c.class == invalid && c.status != nsjail.StatusSetupError && c.check == nil
+		})
+		t.Logf("cgroup v2 guest: the %d rows of %d that reach the host; the rest run in the host passes", len(cases), all)
+	}
 	rootlessV1 := testutil.Rootless() && !testutil.ExpectCgroups()
 	for _, c := range cases {
 		t.Run(c.row, func(t *testing.T) {

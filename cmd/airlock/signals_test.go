@@ -34,13 +34,22 @@ func TestCLISignalDispositions(t *testing.T) {
 	bin := filepath.Join(testutil.BinDir(t), "airlock")
 	testutil.RequireFeature(t, "airlock built by scripts/build", testutil.Exists(bin))
 	read := "grep -E '^Sig(Blk|Ign)' /proc/self/status" // grep's own: what it inherited
-	for _, ignored := range [][]string{
+	sets := [][]string{
 		{"13", "15", "3", "10"},            // PIPE TERM QUIT USR1
 		{"1", "2", "b10", "b15"},           // HUP INT, which Go's runtime keeps ignored; USR1 TERM blocked
 		{"17", "12", "40", "b17"},          // CHLD USR2 and a real-time one; CHLD blocked too
 		{"b2", "b11", "b23", "b28", "b45"}, // INT, SEGV (Go's runtime unblocks it), URG (its preemption signal), WINCH and a real-time one blocked
 		{},
-	} {
+	}
+	if testutil.GuestTrim() {
+		// In the cgroup v2 guest the first set only: what a process
+		// inherits across fork and exec is the same on either kernel, and
+		// the CLI's paths to it (an init started with the CLI, one
+		// started later, the daemon) each run below; every set runs in
+		// the host passes.
+		sets = sets[:1]
+	}
+	for _, ignored := range sets {
 		launcher := append([]string{python, "-c", ignoreThen}, append(ignored, "--")...)
 		sigIgn := func(name string, args []string, stdin string) string {
 			cmd := exec.Command(launcher[0], append(launcher[1:], args...)...)
