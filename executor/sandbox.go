@@ -80,6 +80,7 @@ type Sandbox struct {
 	lifetime *time.Timer
 	idle     *time.Timer
 	idleFor  time.Duration
+	holds    int // Hold's callers not yet released: the idle timer stopped
 	paused   bool
 	procs    map[int]*Process // running, by pid
 	ended    []*Process       // the last liveMaxEnded that ended, oldest first
@@ -199,7 +200,14 @@ func (e *Executor) NewSandbox(ctx context.Context, cfg SandboxConfig) (*Sandbox,
 		s.idleFor = 5 * time.Minute
 	}
 	if s.idleFor > 0 {
-		s.idle = time.AfterFunc(s.idleFor, func() { s.closeWith(ErrSandboxIdle) })
+		s.idle = time.AfterFunc(s.idleFor, func() {
+			s.mu.Lock()
+			held := s.holds > 0 // a Hold that came as the timer fired
+			s.mu.Unlock()
+			if !held {
+				s.closeWith(ErrSandboxIdle)
+			}
+		})
 	}
 	life := cfg.Timeout
 	if life <= 0 {
@@ -281,7 +289,7 @@ func (s *Sandbox) open() error {
 	if s.err != nil {
 		return s.err
 	}
-	if s.idle != nil {
+	if s.idle != nil && s.holds == 0 {
 		s.idle.Reset(s.idleFor)
 	}
 	return nil
@@ -289,6 +297,31 @@ func (s *Sandbox) open() error {
 
 // Touch resets the idle timer (every call on the sandbox does).
 func (s *Sandbox) Touch() { s.open() }
+
+// Hold keeps the sandbox from idling out until release is called: a
+// client attached to it (following a process's output, at its terminal,
+// through a tunnel to its port) is using it, however quiet the process
+// or the connection. Release starts the idle timeout anew; it may be
+// called more than once. The lifetime still holds.
+func (s *Sandbox) Hold() (release func()) {
+	s.mu.Lock()
+	s.holds++
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.holds--
+			if s.holds == 0 && s.idle != nil && s.err == nil {
+				s.idle.Reset(s.idleFor)
+			}
+			s.mu.Unlock()
+		})
+	}
+}
 
 // SetTimeout sets the sandbox's lifetime to end d from now.
 func (s *Sandbox) SetTimeout(d time.Duration) error {

@@ -511,6 +511,31 @@ func TestLiveSandboxTimeouts(t *testing.T) {
 	}
 }
 
+// A Hold keeps a sandbox from idling out however long nothing touches
+// it; its release starts the idle timeout anew, which then ends it.
+func TestLiveSandboxHold(t *testing.T) {
+	ex := liveExecutor(t)
+	s := newLive(t, ex, executor.SandboxConfig{Policy: livePolicy(ex), IdleTimeout: 200 * time.Millisecond})
+	release := s.Hold()
+	second := s.Hold()
+	second()
+	second() // once only: the first hold still holds
+	select {
+	case <-s.Done():
+		t.Fatalf("idled out while held: %v", s.Err())
+	case <-time.After(time.Second): // five idle timeouts
+	}
+	release()
+	select {
+	case <-s.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("still open after the release")
+	}
+	if !errors.Is(s.Err(), executor.ErrSandboxIdle) {
+		t.Fatalf("ended by %v, want the idle timeout", s.Err())
+	}
+}
+
 // Follow delivers both streams whole and returns at the process's end,
 // also for a terminal (whose output is all stdout) and when the end
 // comes with the last data.

@@ -132,6 +132,7 @@ func (s *Server) tunnel(w http.ResponseWriter, r *http.Request, ls *liveSandbox,
 		return
 	}
 	conn.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n"))
+	defer ls.sb.Hold()() // an open tunnel uses the sandbox, however quiet
 	var once sync.Once
 	closeBoth := func() { once.Do(func() { conn.Close(); up.Close() }) }
 	stop := context.AfterFunc(s.kill, closeBoth)

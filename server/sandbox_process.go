@@ -227,6 +227,7 @@ func (s *Server) handleProcessStart(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { p.Kill() })
 	defer stop()
+	defer ls.sb.Hold()() // a client attached uses the sandbox, however quiet the process
 	s.followProcess(w, r, ctx, p, 0, 0, "", true)
 }
 
@@ -435,6 +436,7 @@ func (s *Server) handleProcessOutput(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("follow"); v == "1" || v == "true" {
 		ctx, cancel := s.runContext(r)
 		defer cancel()
+		defer ls.sb.Hold()()
 		s.followProcess(w, r, ctx, p, outOff, errOff, which, false)
 		return
 	}
@@ -605,6 +607,7 @@ func (s *Server) handleProcessPTY(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) relayPTY(ctx context.Context, ls *liveSandbox, p *executor.Process, c *websocket.Conn, off int64) {
 	defer c.Close()
+	defer ls.sb.Hold()()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.kill, cancel)

@@ -378,6 +378,48 @@ h.HTTPServer(("127.0.0.1", ` + strconv.Itoa(port) + `), H).serve_forever()`
 	resp.Body.Close()
 }
 
+// A client following a quiet process's output holds its sandbox open
+// past the idle timeout; once it leaves, the sandbox idles out.
+func TestSandboxFollowerHoldsIdle(t *testing.T) {
+	e := startLive(t, nil)
+	sb, _, err := e.c.CreateSandbox(t.Context(), client.SandboxConfig{IdleTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sb.StartProcess(t.Context(), client.ProcessSpec{Argv: []string{"sleep", "1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	followed := make(chan error, 1)
+	go func() {
+		_, err := sb.Follow(ctx, p.PID, 0, 0, io.Discard, io.Discard)
+		followed <- err
+	}()
+	time.Sleep(3 * time.Second) // three idle timeouts, nothing else touches it
+	select {
+	case err := <-followed:
+		t.Fatalf("the follow ended while the process runs: %v", err)
+	default:
+	}
+	// Judged through the library's registry: a call on the route would
+	// touch it, and the follower alone must have held it.
+	lib := e.ex.Sandbox(sb.ID)
+	if lib == nil || lib.Err() != nil {
+		t.Fatalf("idled out under its follower: %v", lib)
+	}
+	cancel()
+	<-followed
+	select {
+	case <-lib.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("still open after the follower left")
+	}
+	if !errors.Is(lib.Err(), executor.ErrSandboxIdle) {
+		t.Fatalf("ended by %v, want the idle timeout", lib.Err())
+	}
+}
+
 // A client that goes away leaves its sandbox and background processes
 // running (a foreground process it was streaming is killed); the sandbox
 // ends at its idle timeout, its processes with it.
