@@ -45,7 +45,23 @@ type SandboxConfig struct {
 	Timeout time.Duration
 	// Metadata is opaque to airlock, returned by Info.
 	Metadata map[string]string
+	// MaxProcesses bounds the processes started through Exec and Run
+	// that run at once (0 = no bound beyond the policy's pids limit): one
+	// past it is refused with ErrSandboxFull, whose place is held from the
+	// check to its end, so concurrent starts cannot pass it together.
+	MaxProcesses int
 }
+
+// ErrSandboxFull refuses a process past SandboxConfig.MaxProcesses: a
+// transient shortage (errors.Is ErrUnavailable): retry once one ends.
+var ErrSandboxFull error = &sandboxFull{}
+
+type sandboxFull struct{}
+
+func (*sandboxFull) Error() string {
+	return "executor: the sandbox runs its most processes at once (SandboxConfig.MaxProcesses); wait for one to end or kill one"
+}
+func (*sandboxFull) Is(target error) bool { return target == policy.ErrUnavailable }
 
 // Errors a closed sandbox's methods return (Sandbox.Err says which): all
 // of class invalid, not retryable, and distinguishable with errors.Is.
@@ -83,6 +99,8 @@ type Sandbox struct {
 	holds    int // Hold's callers not yet released: the idle timer stopped
 	paused   bool
 	procs    map[int]*Process // running, by pid
+	starting int              // processes past the MaxProcesses check, not yet in procs
+	maxProcs int
 	ended    []*Process       // the last liveMaxEnded that ended, oldest first
 	codes    int              // code files written (Language+Code)
 }
@@ -195,7 +213,7 @@ func (e *Executor) NewSandbox(ctx context.Context, cfg SandboxConfig) (*Sandbox,
 	// Timers before the sandbox is reachable (s.mu orders their
 	// assignment before every use).
 	s.mu.Lock()
-	s.idleFor = cfg.IdleTimeout
+	s.idleFor, s.maxProcs = cfg.IdleTimeout, cfg.MaxProcesses
 	if s.idleFor == 0 {
 		s.idleFor = 5 * time.Minute
 	}

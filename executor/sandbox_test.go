@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -509,6 +510,65 @@ func TestLiveSandboxTimeouts(t *testing.T) {
 	if ex.Sandbox(life.ID()) != nil || len(ex.Sandboxes()) != 0 {
 		t.Fatal("ended sandboxes still listed")
 	}
+}
+
+// MaxProcesses holds: of ten starts at once, foreground and background,
+// two run and eight are refused as a transient shortage; a place frees
+// once a process ends.
+func TestLiveSandboxMaxProcesses(t *testing.T) {
+	ex := liveExecutor(t)
+	s := newLive(t, ex, executor.SandboxConfig{Policy: livePolicy(ex), MaxProcesses: 2})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	errs := make(chan error, 10)
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() {
+			req := executor.ProcessRequest{Argv: []string{"sleep", "1000"}}
+			if i%2 == 0 {
+				_, err := s.Exec(ctx, req)
+				errs <- err
+				return
+			}
+			_, err := s.Run(ctx, req, nil) // runs until cancelled, or refused at once
+			if !errors.Is(err, executor.ErrSandboxFull) {
+				err = nil
+			}
+			errs <- err
+		})
+	}
+	deadline := time.After(20 * time.Second)
+	for full := 0; full < 8; {
+		select {
+		case err := <-errs:
+			if errors.Is(err, executor.ErrSandboxFull) {
+				if !errors.Is(err, policy.ErrUnavailable) {
+					t.Fatalf("%v is not a transient shortage", err)
+				}
+				full++
+			} else if err != nil {
+				t.Fatal(err)
+			}
+		case <-deadline:
+			t.Fatalf("%d starts refused, want 8 (processes: %v)", full, s.Processes())
+		}
+	}
+	if !testutil.WaitFor(20*time.Second, func() bool { return len(s.Processes()) == 2 }) {
+		t.Fatalf("%d processes, want the 2 admitted", len(s.Processes()))
+	}
+	for _, p := range s.Processes() {
+		if q := s.Process(p.PID); q != nil {
+			q.Kill()
+		}
+	}
+	if !testutil.WaitFor(20*time.Second, func() bool {
+		p, err := s.Exec(ctx, executor.ProcessRequest{Argv: []string{"true"}})
+		return err == nil && p != nil
+	}) {
+		t.Fatal("no place once the processes ended")
+	}
+	cancel()
+	wg.Wait()
 }
 
 // A Hold keeps a sandbox from idling out however long nothing touches

@@ -101,6 +101,23 @@ func (s *Sandbox) exec(ctx context.Context, req ProcessRequest, foreground bool)
 	if err := s.open(); err != nil {
 		return nil, err
 	}
+	// A place under MaxProcesses, held from here: given back below if the
+	// start fails, turned into the process's entry in procs if it starts.
+	s.mu.Lock()
+	if s.maxProcs > 0 && len(s.procs)+s.starting >= s.maxProcs {
+		s.mu.Unlock()
+		return nil, ErrSandboxFull
+	}
+	s.starting++
+	s.mu.Unlock()
+	started := false
+	defer func() {
+		if !started {
+			s.mu.Lock()
+			s.starting--
+			s.mu.Unlock()
+		}
+	}()
 	argv, err := s.argv(req)
 	if err != nil {
 		return nil, err
@@ -211,6 +228,8 @@ func (s *Sandbox) exec(ctx context.Context, req ProcessRequest, foreground bool)
 	}
 	s.mu.Lock()
 	s.procs[p.info.PID] = p
+	s.starting--
+	started = true
 	s.mu.Unlock()
 	timeout := req.Timeout
 	if timeout == 0 && foreground {

@@ -153,7 +153,7 @@ func (s *Server) openSession(ctx context.Context, b *SessionRequest) (SessionInf
 		s.m.rejections.WithLabelValues("tenant_sessions").Inc()
 		return SessionInfo{}, tenantSessionsFull(s.cfg.TenantMaxSessions)
 	}
-	sb, err := s.ex.NewSandbox(ctx, executor.SandboxConfig{Policy: p, IdleTimeout: idle, Timeout: SessionLifetime})
+	sb, err := s.ex.NewSandbox(ctx, executor.SandboxConfig{Policy: p, IdleTimeout: idle, Timeout: SessionLifetime, MaxProcesses: s.cfg.SandboxMaxProcesses})
 	if err != nil {
 		return SessionInfo{}, err
 	}

@@ -50,17 +50,6 @@ type liveSandbox struct {
 // or pushed out by newer ones (executor.Sandbox.Processes lists them).
 func (ls *liveSandbox) buffered() int64 { return int64(len(ls.sb.Processes())) * ls.bufEach }
 
-// running counts its running processes.
-func (ls *liveSandbox) running() int {
-	n := 0
-	for _, p := range ls.sb.Processes() {
-		if p.State == "running" {
-			n++
-		}
-	}
-	return n
-}
-
 // sandboxes is the server's registry of open sandboxes.
 type sandboxes struct {
 	mu   sync.Mutex
@@ -162,7 +151,7 @@ func (s *Server) sandboxConfig(b *SandboxRequest) (executor.SandboxConfig, error
 	if err != nil {
 		return cfg, err
 	}
-	cfg.Policy, cfg.Metadata = p, b.Metadata
+	cfg.Policy, cfg.Metadata, cfg.MaxProcesses = p, b.Metadata, s.cfg.SandboxMaxProcesses
 	cfg.IdleTimeout = min(defaultSandboxIdle, s.cfg.SessionIdle)
 	if b.IdleTimeout != nil {
 		switch d := time.Duration(*b.IdleTimeout); {
@@ -462,6 +451,16 @@ func (s *Server) closedStatus(err error) int {
 	return 0
 }
 
+// processFull is the refusal of a process past --sandbox-max-processes
+// (executor.ErrSandboxFull), counted; nil for any other error.
+func (s *Server) processFull(err error) error {
+	if !errors.Is(err, executor.ErrSandboxFull) {
+		return nil
+	}
+	s.m.rejections.WithLabelValues("sandbox_processes").Inc()
+	return full("%d processes running in this sandbox, the server's --sandbox-max-processes; wait for one to end or kill one", s.cfg.SandboxMaxProcesses)
+}
+
 // closeSandbox closes ls and forgets it.
 func (s *Server) closeSandbox(ls *liveSandbox) error {
 	s.live.mu.Lock()
@@ -499,14 +498,12 @@ func (s *Server) SandboxCount() int {
 	return len(s.live.byID)
 }
 
-// admitProcess checks a new process of ls against the limits: its
-// sandbox's running processes, and the bytes buffered by its tenant's
-// sandboxes and by all. Called with ls.start held.
+// admitProcess checks a new process of ls against the bytes buffered by
+// its tenant's sandboxes and by all. Called with ls.start held. (Its
+// sandbox's running processes are bounded by the library, which holds a
+// place from its check to the process's end: SandboxConfig.MaxProcesses,
+// refused as processFull.)
 func (s *Server) admitProcess(ls *liveSandbox) error {
-	if n := ls.running(); n >= s.cfg.SandboxMaxProcesses {
-		s.m.rejections.WithLabelValues("sandbox_processes").Inc()
-		return full("%d processes running in this sandbox, the server's --sandbox-max-processes; wait for one to end or kill one", n)
-	}
 	s.live.mu.Lock()
 	all := make([]*liveSandbox, 0, len(s.live.byID))
 	for _, o := range s.live.byID {

@@ -162,9 +162,7 @@ func (s *Server) handleProcessStart(w http.ResponseWriter, r *http.Request) {
 	if !b.Background && !wantsNDJSON(r) {
 		// The foreground form: the library's Run (its output past
 		// max_output kills it, output_limit; the client leaving kills
-		// it, cancelled). The process limit is checked, not held: a few
-		// requests at once may pass it together, bounded by the
-		// sandbox's pids limit.
+		// it, cancelled).
 		ls.start.Lock()
 		err := s.admitProcess(ls)
 		ls.start.Unlock()
@@ -178,6 +176,10 @@ func (s *Server) handleProcessStart(w http.ResponseWriter, r *http.Request) {
 			stdin = nil
 		}
 		res, err := ls.sb.Run(ctx, req, stdin)
+		if ferr := s.processFull(err); ferr != nil {
+			s.fail(w, http.StatusTooManyRequests, ferr, nil)
+			return
+		}
 		if err != nil {
 			s.fail(w, s.closedStatus(err), s.killedByDrain(err), nil)
 			return
@@ -199,6 +201,10 @@ func (s *Server) handleProcessStart(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := ls.sb.Exec(context.WithoutCancel(r.Context()), req)
 	ls.start.Unlock()
+	if ferr := s.processFull(err); ferr != nil {
+		s.fail(w, http.StatusTooManyRequests, ferr, nil)
+		return
+	}
 	if err != nil {
 		s.fail(w, s.closedStatus(err), err, nil)
 		return

@@ -136,7 +136,7 @@ func New(cfg Config) (*Server, error) {
 	s.kill, s.killAll = context.WithCancel(context.Background())
 	s.langs = sync.OnceValue(s.detectVersions)
 	s.m = newMetrics(s)
-	s.e2b = e2b.New(e2b.Config{Backend: e2b.Live(cfg.Executor), Policy: s.pol, Tenant: tenantOf,
+	s.e2b = e2b.New(e2b.Config{Backend: e2b.Live(cfg.Executor, cfg.SandboxMaxProcesses), Policy: s.pol, Tenant: tenantOf,
 		MaxSandboxes: cfg.MaxSessions, TenantMaxSandboxes: cfg.TenantMaxSessions, Logger: cfg.Logger})
 	s.routes()
 	return s, nil

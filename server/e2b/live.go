@@ -11,14 +11,19 @@ import (
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
-// Live is the Backend of an executor's live sandboxes.
-func Live(ex *executor.Executor) Backend { return liveBackend{ex} }
+// Live is the Backend of an executor's live sandboxes, each running at
+// most maxProcs processes at once (executor.SandboxConfig.MaxProcesses;
+// 0: no bound beyond the policy's pids limit).
+func Live(ex *executor.Executor, maxProcs int) Backend { return liveBackend{ex, maxProcs} }
 
-type liveBackend struct{ ex *executor.Executor }
+type liveBackend struct {
+	ex       *executor.Executor
+	maxProcs int
+}
 
 func (b liveBackend) NewSandbox(ctx context.Context, cfg SandboxConfig) (Box, error) {
 	// E2B's sandboxes end at their timeout, not when idle.
-	sb, err := b.ex.NewSandbox(ctx, executor.SandboxConfig{Policy: cfg.Policy, Env: cfg.Env, Timeout: cfg.Timeout, IdleTimeout: -1, Metadata: cfg.Metadata})
+	sb, err := b.ex.NewSandbox(ctx, executor.SandboxConfig{Policy: cfg.Policy, Env: cfg.Env, Timeout: cfg.Timeout, IdleTimeout: -1, Metadata: cfg.Metadata, MaxProcesses: b.maxProcs})
 	if err != nil {
 		return nil, err
 	}
