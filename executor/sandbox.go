@@ -101,8 +101,8 @@ type Sandbox struct {
 	procs    map[int]*Process // running, by pid
 	starting int              // processes past the MaxProcesses check, not yet in procs
 	maxProcs int
-	ended    []*Process       // the last liveMaxEnded that ended, oldest first
-	codes    int              // code files written (Language+Code)
+	ended    []*Process // the last liveMaxEnded that ended, oldest first
+	codes    int        // code files written (Language+Code)
 }
 
 // SandboxInfo describes a live sandbox.
