@@ -392,6 +392,12 @@ func (s *Sandbox) closeWith(reason error) {
 	s.mu.Lock()
 	if s.err != nil {
 		s.mu.Unlock()
+		// Another caller's teardown (its idle timeout, its lifetime, pid
+		// 1's end) is under way: this one returns once it is over, so that
+		// Close, and the Executor's Close after it, find nothing of the
+		// sandbox left (CI's TestSessions of 2026-12-02 saw an idled-out
+		// sandbox's cgroup half removed after the Executor's Close).
+		<-s.done
 		return
 	}
 	s.err = reason
