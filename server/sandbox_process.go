@@ -619,7 +619,8 @@ func (s *Server) relayPTY(ctx context.Context, ls *liveSandbox, p *executor.Proc
 	stop := context.AfterFunc(s.kill, cancel)
 	defer stop()
 	go func() {
-		// The client's frames, until it closes or the output ends.
+		// The client's frames, until it leaves (the relay then ends; the
+		// process runs on) or the relay ends and closes c.
 		defer cancel()
 		for {
 			var f wsFrame
@@ -644,10 +645,12 @@ func (s *Server) relayPTY(ctx context.Context, ls *liveSandbox, p *executor.Proc
 				}
 				continue
 			}
-			msg := f.data
-			if _, err := p.Write(msg); err != nil {
-				return
-			}
+			// A process that has ended, or closed its terminal, takes no
+			// more input: what the client still types is dropped, and
+			// the relay goes on to the output's end and the result. (It
+			// used to stop here, and the cancel ended the relay without
+			// the result: CI's TestSandboxCLI typed after bash's exit.)
+			p.Write(f.data)
 		}
 	}()
 	err := followOut(ctx, p, [2]int64{off, off}, func(_ string, data []byte) error {
