@@ -419,7 +419,9 @@ func (s *Sandbox) closeWith(reason error) {
 		s.files.close()
 	}
 	if s.group != nil {
-		s.e.groups.release(s.group)
+		// At once, not in the background as a run's: Close removes
+		// everything of the sandbox before it returns.
+		s.e.groups.remove(s.group)
 	}
 	s.e.mu.Lock()
 	delete(s.e.sandboxes, s.id)

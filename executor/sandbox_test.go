@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -593,6 +594,31 @@ func TestLiveSandboxHold(t *testing.T) {
 	}
 	if !errors.Is(s.Err(), executor.ErrSandboxIdle) {
 		t.Fatalf("ended by %v, want the idle timeout", s.Err())
+	}
+}
+
+// Close while the idle timeout's teardown is under way returns once it
+// is over: pid 1 is gone and nothing is left of the sandbox's cgroup
+// (the Executor's Close relies on it).
+func TestLiveSandboxCloseWaitsForTeardown(t *testing.T) {
+	ex := liveExecutor(t)
+	before := testutil.CgroupsOf(nil)
+	s := newLive(t, ex, executor.SandboxConfig{Policy: livePolicy(ex), IdleTimeout: 100 * time.Millisecond})
+	pid := s.HostPID()
+	if testutil.ExpectCgroups() && len(testutil.CgroupsOf(nil)) <= len(before) {
+		t.Fatal("the sandbox has no cgroup of its own")
+	}
+	for deadline := time.Now().Add(20 * time.Second); s.Err() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("never idled out")
+		}
+	}
+	s.Close() // the teardown began as Err changed: this waits for it
+	if syscall.Kill(pid, 0) == nil {
+		t.Fatal("Close returned with pid 1 alive")
+	}
+	if left := testutil.CgroupsOf(nil); !slices.Equal(left, before) {
+		t.Fatalf("Close returned with the cgroup left: %v (before: %v)", left, before)
 	}
 }
 
