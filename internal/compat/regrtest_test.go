@@ -93,7 +93,7 @@ func (r *run) counts() (ok, skip, bad int) {
 // report in xmlPath, only the cases in match if any.
 func regrtestArgs(m module, xmlPath string, match []string) []string {
 	args := []string{python, "-m", "test", "-v", "--junit-xml", xmlPath,
-		"--timeout", fmt.Sprint(int(m.budget().Seconds()))}
+		"--timeout", fmt.Sprint(int(m.caseBudget().Seconds()))}
 	args = append(args, m.Args...)
 	for _, id := range match {
 		args = append(args, "--match", id)
