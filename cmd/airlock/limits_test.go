@@ -58,16 +58,24 @@ func TestCgroupLimits(t *testing.T) {
 	_, res, _ = result(t, append([]string{"--cpus", "0.5"}, busy...)...)
 	r := float64(res.CPUTimeMS) / float64(res.WallTimeMS)
 	floor := 0.35
-	if r < floor {
+	for try := 0; r < floor && try < 3; try++ {
 		// The cap is an upper bound: on a host whose CPUs are taken by
-		// other work (the CI's emulated guest beside this pass), the loop
+		// other work (the CI's emulated guests beside this pass), the loop
 		// gets less than the cap allows. The floor is then 0.7 of what
 		// the same loop gets without a cap, measured now (it was 0.16
-		// once, capped, when the host was overloaded).
+		// once, capped, when the host was overloaded); and the load comes
+		// and goes, so a capped run below it is measured again, beside a
+		// new uncapped one (CI's root pass of 2026-12-02: 0.11 capped,
+		// the uncapped run after it above 0.5).
 		_, free, _ := result(t, busy...)
 		if rf := float64(free.CPUTimeMS) / float64(free.WallTimeMS); rf < 0.5 {
 			floor = 0.7 * rf
 			t.Logf("--cpus 0.5: the uncapped loop got %.2f of a CPU here: the floor is %.2f", rf, floor)
+		}
+		if r < floor {
+			t.Logf("--cpus 0.5: the capped loop got %.2f, below %.2f: measured again", r, floor)
+			_, res, _ = result(t, append([]string{"--cpus", "0.5"}, busy...)...)
+			r = float64(res.CPUTimeMS) / float64(res.WallTimeMS)
 		}
 	}
 	if res.Status != "timeout" || r < floor || r > 0.65 || res.Enforced.Cgroup == nil || res.Enforced.Cgroup.CPUs != 0.5 {
