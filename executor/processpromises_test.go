@@ -105,7 +105,11 @@ func TestProcessBackendBoundingSet(t *testing.T) {
 // unreadable: keyctl is denied, and the key no longer possessed.
 func TestProcessBackendKeyring(t *testing.T) {
 	ex := processExecutor(t)
-	tag := fmt.Sprintf("airlock-probe-%d", os.Getpid())
+	// A description no key of the keyring has had: add_key of an existing
+	// type and description updates that key instead (its permissions
+	// kept), and the guest's root session keyring outlives a binary (one
+	// KEYCTL_SETPERM was refused there, 2026-12-02).
+	tag := fmt.Sprintf("airlock-probe-%d-%d", os.Getpid(), time.Now().UnixNano())
 	private, err := unix.AddKey("user", tag+"-private", []byte("secret"), unix.KEY_SPEC_SESSION_KEYRING)
 	if err != nil {
 		t.Fatal(err)
